@@ -1,0 +1,133 @@
+"""MultiHead(Q, K, V) = Concat(head_1 … head_h) W_O, head_i = softmax(score(Q W_Q^i, K W_K^i) + bias) V W_V^i.
+
+Shape letters: b batch, t_q / t_k query / key length, h query heads, h_kv key/value heads, d head dim.
+
+Two paths that agree numerically (tested):
+- fused: ``torch.nn.functional.scaled_dot_product_attention`` for any score that can say how SDPA
+  computes it (``score.fused(q, k) -> (q, k, scale)``); positional biases join the mask as floats;
+- explicit: ``score(q, k)`` + bias, then ``AttentionProbs`` (masked softmax), then ``@ v``. Taken for
+  scores without a ``fused`` form and whenever a hook observes ``self.probs`` (recording attention).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from attnlab.attention.probs import AttentionProbs
+from attnlab.posenc.base import PositionalEncoding
+
+SITES = ("encoder", "decoder", "cross")
+
+
+def resolve_head_dim(d_model: int, num_heads: int, head_dim: int | None) -> int:
+    """``head_dim`` if given, else d_model / num_heads (which must divide)."""
+    if num_heads <= 0:
+        raise ValueError(f"model.num_heads must be positive, got {num_heads}")
+    if head_dim is not None:
+        if head_dim <= 0:
+            raise ValueError(f"model.head_dim must be positive or null, got {head_dim}")
+        return head_dim
+    if d_model % num_heads:
+        raise ValueError(
+            f"model.num_heads ({num_heads}) must divide model.d_model ({d_model}): "
+            "pick a divisor or set model.head_dim"
+        )
+    return d_model // num_heads
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention with a pluggable score, positional encoding and key/value head count.
+
+    Args:
+        d_model: model width.
+        num_heads: query heads.
+        score: a score module (maps q, k to scores; may offer ``fused``).
+        posenc: the positional encoding of this stack; its ``rotate``/``bias`` hooks are applied.
+        site: ``"encoder"``, ``"decoder"`` or ``"cross"``.
+        head_dim: per-head width (None = d_model / num_heads).
+        num_kv_heads: key/value heads (None = num_heads; 1 = multi-query; else grouped-query).
+        dropout: dropout on attention probabilities.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        score: nn.Module,
+        posenc: PositionalEncoding,
+        site: str,
+        head_dim: int | None = None,
+        num_kv_heads: int | None = None,
+        dropout: float = 0.0,
+    ):
+        super().__init__()
+        if site not in SITES:
+            raise ValueError(f"attention site must be one of {SITES}, got '{site}'")
+        self.head_dim = resolve_head_dim(d_model, num_heads, head_dim)
+        self.num_heads = num_heads
+        self.num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
+        if self.num_kv_heads <= 0 or num_heads % self.num_kv_heads:
+            raise ValueError(
+                f"model.num_kv_heads ({self.num_kv_heads}) must be positive and divide "
+                f"model.num_heads ({num_heads})"
+            )
+        self.site, self.score, self.posenc, self.dropout = site, score, posenc, dropout
+        self.q_proj = nn.Linear(d_model, num_heads * self.head_dim)
+        self.k_proj = nn.Linear(d_model, self.num_kv_heads * self.head_dim)
+        self.v_proj = nn.Linear(d_model, self.num_kv_heads * self.head_dim)
+        self.out_proj = nn.Linear(num_heads * self.head_dim, d_model)
+        self.probs = AttentionProbs()
+
+    def _split(self, x: torch.Tensor, heads: int) -> torch.Tensor:
+        b, t, _ = x.shape
+        return x.view(b, t, heads, self.head_dim).transpose(1, 2)  # (b, heads, t, d)
+
+    def forward(
+        self,
+        x_q: torch.Tensor,
+        x_kv: torch.Tensor,
+        mask: torch.Tensor | None,
+        q_pos: torch.Tensor,
+        k_pos: torch.Tensor,
+    ) -> torch.Tensor:
+        """x_q (b, t_q, d_model), x_kv (b, t_k, d_model), mask (b|1, 1, t_q, t_k) -> (b, t_q, d_model)."""
+        q = self._split(self.q_proj(x_q), self.num_heads)  # (b, h, t_q, d)
+        k = self._split(self.k_proj(x_kv), self.num_kv_heads)  # (b, h_kv, t_k, d)
+        v = self._split(self.v_proj(x_kv), self.num_kv_heads)  # (b, h_kv, t_k, d)
+        q, k = self.posenc.rotate(q, k, q_pos, k_pos, self.site)
+        if self.num_kv_heads != self.num_heads:
+            group = self.num_heads // self.num_kv_heads
+            k = k.repeat_interleave(group, dim=1)  # (b, h, t_k, d)
+            v = v.repeat_interleave(group, dim=1)  # (b, h, t_k, d)
+        bias = self.posenc.bias(q_pos, k_pos, self.site)  # (1, h, t_q, t_k) or None
+        fused: Callable | None = getattr(self.score, "fused", None)
+        if fused is not None and not self.probs.observed:
+            fq, fk, scale = fused(q, k)
+            out = self._fused(fq, fk, v, mask, bias, scale)
+        else:
+            out = self._explicit(q, k, v, mask, bias)
+        if mask is not None:
+            out = out.masked_fill(~mask.any(-1, keepdim=True), 0.0)  # empty rows -> 0 on every backend
+        b, _, t_q, _ = out.shape
+        return self.out_proj(out.transpose(1, 2).reshape(b, t_q, -1))  # (b, t_q, d_model)
+
+    def _fused(self, q, k, v, mask, bias, scale) -> torch.Tensor:
+        attn_mask = mask
+        if bias is not None:
+            attn_mask = bias if mask is None else bias.masked_fill(~mask, torch.finfo(bias.dtype).min)
+        dropout = self.dropout if self.training else 0.0
+        return F.scaled_dot_product_attention(
+            q, k, v, attn_mask=attn_mask, dropout_p=dropout, scale=scale
+        )  # (b, h, t_q, d)
+
+    def _explicit(self, q, k, v, mask, bias) -> torch.Tensor:
+        scores = self.score(q, k)  # (b, h, t_q, t_k)
+        if bias is not None:
+            scores = scores + bias
+        p = self.probs(scores, mask)  # (b, h, t_q, t_k)
+        p = F.dropout(p, self.dropout, self.training)
+        return p @ v  # (b, h, t_q, d)

@@ -1,0 +1,37 @@
+"""Training throughput: non-padding source + target tokens per second of training-step time.
+
+Validation time is excluded. Logged as ``train/tokens_per_s`` every ``log_every_n_steps`` and kept
+in ``tokens_per_s`` (whole-run average) for ``results.json``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import lightning as L
+
+
+class Throughput(L.Callback):
+    def __init__(self, pad_id: int):
+        self.pad_id = pad_id
+        self.tokens, self.seconds = 0, 0.0
+        self._window_tokens, self._window_seconds = 0, 0.0
+        self._start = 0.0
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        self._start = time.perf_counter()
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        elapsed = time.perf_counter() - self._start
+        tokens = int((batch["src"] != self.pad_id).sum() + (batch["tgt"][:, 1:] != self.pad_id).sum())
+        self.tokens += tokens
+        self.seconds += elapsed
+        self._window_tokens += tokens
+        self._window_seconds += elapsed
+        if trainer.global_step % trainer.log_every_n_steps == 0 and self._window_seconds > 0:
+            pl_module.log("train/tokens_per_s", self._window_tokens / self._window_seconds)
+            self._window_tokens, self._window_seconds = 0, 0.0
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        return self.tokens / self.seconds if self.seconds else None

@@ -1,0 +1,83 @@
+"""Token batches for training and evaluation.
+
+Every example is ``src + [<eos>]`` and ``[<bos>] + tgt + [<eos>]``; a batch pads both to its longest
+member and keeps the reference text and example index, so decoded output can be scored and written
+in corpus order.
+"""
+
+from __future__ import annotations
+
+import lightning as L
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from attnlab.data.corpus import Corpus
+
+
+class EncodedSplit(Dataset):
+    def __init__(self, pairs, tokenizer):
+        self.pairs = pairs
+        self.src = [tokenizer.encode(p.src) + [tokenizer.eos_id] for p in pairs]
+        self.tgt = [[tokenizer.bos_id] + tokenizer.encode(p.tgt) + [tokenizer.eos_id] for p in pairs]
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    def __getitem__(self, i: int):
+        return i, self.src[i], self.tgt[i], self.pairs[i].tgt
+
+
+class Collate:
+    def __init__(self, pad_id: int):
+        self.pad_id = pad_id
+
+    def _pad(self, seqs: list[list[int]]) -> torch.Tensor:
+        out = torch.full((len(seqs), max(map(len, seqs))), self.pad_id, dtype=torch.long)  # (b, t)
+        for row, s in enumerate(seqs):
+            out[row, : len(s)] = torch.tensor(s)
+        return out
+
+    def __call__(self, items) -> dict:
+        index, src, tgt, ref = zip(*items)
+        return {"index": torch.tensor(index), "src": self._pad(src), "tgt": self._pad(tgt), "ref": list(ref)}
+
+
+class TranslationDataModule(L.LightningDataModule):
+    """Serves ``train``/``valid`` and each evaluation split of a corpus, encoded once.
+
+    Args:
+        corpus: the parallel corpus.
+        tokenizer: maps text to ids and back (``encode``/``decode``, ``pad_id``, ...).
+        batch_size: training sentences per batch.
+        eval_batch_size: sentences per batch when decoding.
+    """
+
+    def __init__(self, corpus: Corpus, tokenizer, batch_size: int, eval_batch_size: int):
+        super().__init__()
+        for key, value in dict(batch_size=batch_size, eval_batch_size=eval_batch_size).items():
+            if value <= 0:
+                raise ValueError(f"data.{key} must be positive, got {value}")
+        self.corpus, self.tokenizer = corpus, tokenizer
+        self.batch_size, self.eval_batch_size = batch_size, eval_batch_size
+        self.collate = Collate(tokenizer.pad_id)
+        self.splits = {name: EncodedSplit(pairs, tokenizer) for name, pairs in corpus.splits.items()}
+
+    def train_dataloader(self) -> DataLoader:
+        return DataLoader(
+            self.splits["train"],
+            batch_size=self.batch_size,
+            shuffle=True,
+            collate_fn=self.collate,
+            drop_last=False,
+        )
+
+    def _eval_loader(self, split: str) -> DataLoader:
+        return DataLoader(
+            self.splits[split], batch_size=self.eval_batch_size, shuffle=False, collate_fn=self.collate
+        )
+
+    def val_dataloader(self) -> DataLoader:
+        return self._eval_loader("valid")
+
+    def test_dataloader(self) -> list[DataLoader]:
+        return [self._eval_loader(split) for split in self.corpus.eval_splits]

@@ -1,0 +1,49 @@
+"""Word-level tokenizer with a joint source/target vocabulary, built from the training split.
+
+Used for the synthetic corpus, whose words are its tokens (so token positions are word positions and
+gold alignments apply directly). SentencePiece for real data arrives with the real-data issue and
+offers the same interface: ``encode``, ``decode``, ``pad_id``/``bos_id``/``eos_id``, ``vocab_size``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+SPECIALS = ("<pad>", "<bos>", "<eos>", "<unk>")
+
+
+class WordTokenizer:
+    """Splits on whitespace; ids 0-3 are ``<pad> <bos> <eos> <unk>``."""
+
+    pad_id, bos_id, eos_id, unk_id = 0, 1, 2, 3
+
+    def __init__(self, vocab: list[str]):
+        if list(vocab[: len(SPECIALS)]) != list(SPECIALS):
+            raise ValueError(f"vocabulary must start with {SPECIALS}")
+        self.vocab = list(vocab)
+        self.index = {w: i for i, w in enumerate(self.vocab)}
+
+    @classmethod
+    def train(cls, sentences: Iterable[str], min_count: int = 1) -> WordTokenizer:
+        """Builds the vocabulary from sentences, most frequent first (ties alphabetical)."""
+        counts = Counter(w for s in sentences for w in s.split())
+        words = sorted((w for w, c in counts.items() if c >= min_count), key=lambda w: (-counts[w], w))
+        return cls(list(SPECIALS) + words)
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.vocab)
+
+    def encode(self, sentence: str) -> list[int]:
+        return [self.index.get(w, self.unk_id) for w in sentence.split()]
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """Detokenises ids, stopping at ``<eos>`` and dropping ``<pad>``/``<bos>``."""
+        words = []
+        for i in ids:
+            if i == self.eos_id:
+                break
+            if i not in (self.pad_id, self.bos_id):
+                words.append(self.vocab[i])
+        return " ".join(words)

@@ -1,0 +1,37 @@
+"""One-line error messages for the command line: the problem and what to do, no traceback."""
+
+from __future__ import annotations
+
+import re
+
+_UNEXPECTED_KWARG = re.compile(r"unexpected keyword argument '(\w+)'")
+
+
+def one_line(err: BaseException) -> str:
+    """Condenses an exception (Hydra, OmegaConf, ours) into one actionable line."""
+    from hydra.errors import ConfigCompositionException, InstantiationException, MissingConfigException
+
+    if isinstance(err, MissingConfigException) and err.options:
+        path = (err.missing_cfg_file or "").strip("/")
+        group, _, name = path.rpartition("/")
+        if group:
+            return f"{group}={name}: no such option; choose one of: {', '.join(sorted(err.options))}"
+    if isinstance(err, ConfigCompositionException):
+        match = re.search(r"Could not override '([^']+)'", str(err))
+        if match and "not in struct" in str(err.__cause__ or ""):
+            key = match.group(1)
+            return (
+                f"unknown config key '{key}': check its spelling (`attnlab-train --cfg job` lists the keys)"
+            )
+    if isinstance(err, InstantiationException):
+        cause = err.__cause__
+        full_key = re.search(r"full_key: ([\w.]+)", str(err))
+        if cause is not None:
+            bad = _UNEXPECTED_KWARG.search(str(cause))
+            if bad and full_key:
+                return f"unknown config key '{full_key.group(1)}.{bad.group(1)}': check its spelling"
+            return one_line(cause)
+    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
+    lines = [ln for ln in lines if not ln.startswith(("full_key:", "object_type=", "Set the environment"))]
+    text = "; ".join(lines) or type(err).__name__
+    return text if isinstance(err, ValueError) else f"{type(err).__name__}: {text}"

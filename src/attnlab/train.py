@@ -1,0 +1,192 @@
+"""``attnlab-train``: compose the config, build data, model and task, train, evaluate, write results.
+
+    attnlab-train attention/score=scaled_dot posenc=sinusoidal model.num_heads=8 seed=1
+
+Every run leaves ``results.json`` in its Hydra run directory (completed or failed), hypotheses in
+``hyp/``, checkpoints in ``checkpoints/`` (last and best on val BLEU) and, with ``logger=wandb``, an
+offline wandb run in ``wandb/``. Bad configuration stops before training with a one-line error.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import resource
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import hydra
+import torch
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from attnlab.errors import one_line
+from attnlab.loggers import finish_wandb
+from attnlab.results import write_results
+
+log = logging.getLogger("attnlab")
+CONF_DIR = next(
+    str(p) for p in (Path(__file__).parent / "conf", Path(__file__).parents[2] / "conf") if p.is_dir()
+)
+for pattern in (".*does not have many workers.*", ".*LeafSpec.*", ".*`isinstance\\(treespec, LeafSpec\\)`.*"):
+    warnings.filterwarnings("ignore", pattern)
+
+
+def run_name(choices: dict[str, str], cfg: DictConfig) -> str:
+    """e.g. ``scaled_dot-sinusoidal-h4-s0``."""
+    return f"{choices.get('attention/score')}-{choices.get('posenc')}-h{cfg.model.num_heads}-s{cfg.seed}"
+
+
+def peak_memory_mb() -> float:
+    if torch.cuda.is_available():
+        return torch.cuda.max_memory_allocated() / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def train(cfg: DictConfig, run_dir: Path, choices: dict[str, str]) -> tuple[dict[str, float], str]:
+    """Builds everything from ``cfg``, trains and evaluates; returns (metrics, BLEU signature)."""
+    import lightning as L
+    from lightning.pytorch.callbacks import ModelCheckpoint, RichProgressBar
+
+    from attnlab.callbacks.throughput import Throughput
+    from attnlab.data.datamodule import TranslationDataModule
+    from attnlab.task import TranslationTask
+
+    L.seed_everything(cfg.seed, workers=True, verbose=False)
+    corpus = instantiate(cfg.data.corpus)
+    train_pairs = corpus.splits["train"]
+    tokenizer = instantiate(cfg.data.tokenizer)([p.src for p in train_pairs] + [p.tgt for p in train_pairs])
+    data = TranslationDataModule(corpus, tokenizer, cfg.data.batch_size, cfg.data.eval_batch_size)
+    model = instantiate(
+        cfg.model,
+        vocab_size=tokenizer.vocab_size,
+        pad_id=tokenizer.pad_id,
+        score=instantiate(cfg.attention.score),
+        mask_pattern=instantiate(cfg.attention.mask),
+        posenc=instantiate(cfg.posenc),
+        score_sites=list(cfg.attention.score_sites),
+        mask_sites=list(cfg.attention.mask_sites),
+    )
+    hparams = {**OmegaConf.to_container(cfg.optim, resolve=True), **OmegaConf.to_container(cfg.decode)}
+    task = TranslationTask(model, tokenizer, corpus.eval_splits, **hparams)
+    config = OmegaConf.to_container(cfg, resolve=True)
+    logger = instantiate(cfg.logger)(
+        save_dir=run_dir, name=run_name(choices, cfg), config=config, quiet=cfg.quiet
+    )
+    throughput = Throughput(tokenizer.pad_id)
+    checkpoint = ModelCheckpoint(
+        dirpath=run_dir / "checkpoints",
+        filename="best",
+        monitor="val/bleu",
+        mode="max",
+        save_last=True,
+        save_top_k=1,
+        auto_insert_metric_name=False,
+    )
+    callbacks = [checkpoint, throughput] + ([] if cfg.quiet else [RichProgressBar()])
+    trainer = instantiate(
+        cfg.trainer,
+        logger=logger,
+        callbacks=callbacks,
+        default_root_dir=str(run_dir),
+        enable_progress_bar=not cfg.quiet,
+    )
+    start = time.perf_counter()
+    trainer.fit(task, datamodule=data)
+    wall = time.perf_counter() - start
+    ckpt = "best" if checkpoint.best_model_path else None
+    metrics = dict(trainer.validate(task, datamodule=data, ckpt_path=ckpt, verbose=False)[0])
+    for split_metrics in trainer.test(task, datamodule=data, ckpt_path=ckpt, verbose=False):
+        metrics.update(split_metrics)
+    (run_dir / "hyp").mkdir(exist_ok=True)
+    for split, hyps in task.hypotheses.items():
+        (run_dir / "hyp" / f"{split}.txt").write_text("".join(h + "\n" for h in hyps))
+    metrics.update(
+        {
+            "params": float(sum(p.numel() for p in model.parameters())),
+            "peak_mem_mb": peak_memory_mb(),
+            "wall_s": wall,
+        }
+    )
+    if throughput.tokens_per_s is not None:
+        metrics["train/tokens_per_s"] = throughput.tokens_per_s
+    if logger:
+        logger.log_metrics({k: v for k, v in metrics.items() if "/" not in k or k.startswith("train/")})
+    return metrics, task.bleu_signature
+
+
+def report(metrics: dict[str, float], run_dir: Path) -> None:
+    keys = [
+        "test/bleu",
+        "test/chrf",
+        "test_long/bleu",
+        "test_long/chrf",
+        "val/bleu",
+        "val/loss",
+        "train/tokens_per_s",
+        "params",
+        "peak_mem_mb",
+        "wall_s",
+    ]
+    try:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=f"attnlab run: {run_dir}")
+        table.add_column("metric")
+        table.add_column("value", justify="right")
+        for k in keys:
+            if k in metrics:
+                table.add_row(k, f"{metrics[k]:,.2f}")
+        Console().print(table)
+    except ImportError:  # pragma: no cover - rich is a dependency; plain text as a fallback
+        print("\n".join(f"{k}: {metrics[k]:.2f}" for k in keys if k in metrics))
+    print(f"results: {run_dir / 'results.json'}")
+
+
+@hydra.main(config_path=CONF_DIR, config_name="train", version_base="1.3")
+def main(cfg: DictConfig) -> float | None:
+    hc = HydraConfig.get()
+    run_dir = Path(hc.runtime.output_dir)
+    choices = {k: v for k, v in hc.runtime.choices.items() if not k.startswith("hydra") and v is not None}
+    status, error, metrics, signature = "failed", None, {}, None
+    try:
+        metrics, signature = train(cfg, run_dir, choices)
+        status = "completed"
+    except Exception as err:  # noqa: BLE001 - every failure is recorded, then reported in one line
+        error = one_line(err)
+        log.debug("run failed", exc_info=True)
+    finally:
+        finish_wandb(failed=status != "completed")
+        write_results(run_dir, status, error, choices, list(hc.overrides.task), cfg.seed, metrics, signature)
+    if status == "failed":
+        if hc.mode == RunMode.MULTIRUN:
+            log.error("job %s failed: %s", hc.job.num, error)
+            return None
+        # exit here, not by raising: Hydra would print its own extra line for an exception
+        print(f"attnlab-train: error: {error} (run dir: {run_dir})", file=sys.stderr)
+        sys.exit(1)
+    if not cfg.quiet:
+        report(metrics, run_dir)
+    return metrics.get("val/bleu")
+
+
+def cli() -> None:
+    """Console entry point: Hydra's own errors and ours become one line on stderr, exit status 1/2."""
+    show_traceback = os.environ.get("HYDRA_FULL_ERROR") == "1"
+    os.environ["HYDRA_FULL_ERROR"] = "1"  # let errors reach us instead of Hydra's multi-line printer
+    try:
+        main()
+    except Exception as err:
+        if show_traceback:
+            raise
+        print(f"attnlab-train: error: {one_line(err)}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    cli()

@@ -1,0 +1,87 @@
+"""Reads what an offline wandb run recorded, straight from its ``run-*.wandb`` file.
+
+Offline runs keep metrics only there (no summary file). The file is a LevelDB-style log: a 7-byte
+header (``:W&B``, magic 0xBEE1, version), then 32 KiB blocks of records, each with a 7-byte header
+(CRC-32C, little-endian length, type: 1 full, 2 first, 3 middle, 4 last) and a protobuf ``Record``.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+
+BLOCK, HEADER = 32 * 1024, 7
+FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
+
+
+def records(path: str | Path) -> Iterator:
+    """Yields the ``wandb_internal_pb2.Record`` messages of one ``.wandb`` file, in order."""
+    from wandb.proto import wandb_internal_pb2
+
+    data = Path(path).read_bytes()
+    if data[:4] != b":W&B":
+        raise ValueError(f"{path} is not a wandb run file")
+    pos, pending = HEADER, b""
+    while pos + HEADER <= len(data):
+        left = BLOCK - pos % BLOCK
+        if left < HEADER:  # block trailer padding
+            pos += left
+            continue
+        _crc, length, kind = struct.unpack("<IHB", data[pos : pos + HEADER])
+        if kind == 0 and length == 0:  # zero padding at the end of a block
+            pos += left
+            continue
+        chunk = data[pos + HEADER : pos + HEADER + length]
+        pos += HEADER + length
+        if kind == FULL:
+            yield wandb_internal_pb2.Record.FromString(chunk)
+        elif kind == FIRST:
+            pending = chunk
+        elif kind == MIDDLE:
+            pending += chunk
+        elif kind == LAST:
+            yield wandb_internal_pb2.Record.FromString(pending + chunk)
+
+
+def _key(item) -> str:
+    return item.key or "/".join(item.nested_key)
+
+
+def read_run(run_dir: str | Path) -> dict:
+    """Summarises an offline run folder (``offline-run-*``): run info, config, history, summary.
+
+    Returns:
+        ``{"name", "group", "tags", "config", "history": [ {key: value} per step ], "summary",
+        "exit_code"}``; values are decoded from JSON.
+    """
+    files = sorted(Path(run_dir).glob("run-*.wandb"))
+    if not files:
+        raise FileNotFoundError(f"no run-*.wandb file in {run_dir}")
+    out = {
+        "name": None,
+        "group": None,
+        "tags": [],
+        "config": {},
+        "history": [],
+        "summary": {},
+        "exit_code": None,
+    }
+    for rec in records(files[0]):
+        kind = rec.WhichOneof("record_type")
+        if kind == "run":
+            out.update(name=rec.run.display_name, group=rec.run.run_group, tags=list(rec.run.tags))
+            for item in rec.run.config.update:
+                out["config"][_key(item)] = json.loads(item.value_json)
+        elif kind == "config":
+            for item in rec.config.update:
+                out["config"][_key(item)] = json.loads(item.value_json)
+        elif kind == "history":
+            out["history"].append({_key(i): json.loads(i.value_json) for i in rec.history.item})
+        elif kind == "summary":
+            for item in rec.summary.update:
+                out["summary"][_key(item)] = json.loads(item.value_json)
+        elif kind == "exit":
+            out["exit_code"] = rec.exit.exit_code
+    return out

@@ -1,0 +1,51 @@
+"""Shared test set-up: offline hub and wandb, a tiny run configuration, a CLI runner."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.update(HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1", WANDB_MODE="offline", WANDB_SILENT="true")
+
+# Small enough for a ~20-step CPU run in seconds.
+TINY = [
+    "model.d_model=32",
+    "model.ffn_dim=64",
+    "model.num_heads=2",
+    "data.corpus.train_size=400",
+    "data.corpus.valid_size=40",
+    "data.corpus.test_size=40",
+    "data.corpus.test_long_size=20",
+    "data.batch_size=32",
+    "data.eval_batch_size=64",
+    "trainer.max_steps=20",
+    "trainer.log_every_n_steps=5",
+    "quiet=true",
+]
+
+
+def run_cli(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
+    """Runs ``attnlab-train`` with a run dir under ``tmp_path``; returns the finished process."""
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    return subprocess.run(
+        [sys.executable, "-m", "attnlab.train", f"hydra.run.dir={tmp_path / 'run'}", *overrides],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def results_of(tmp_path: Path) -> dict:
+    return json.loads((tmp_path / "run" / "results.json").read_text())
+
+
+@pytest.fixture
+def tiny() -> list[str]:
+    return list(TINY)

@@ -1,0 +1,40 @@
+"""Bad configuration stops before training with one line naming the key, and a non-zero exit."""
+
+import pytest
+
+from conftest import results_of, run_cli
+
+CASES = {
+    "unknown group option": (["model=huge"], "model=huge: no such option"),
+    "misspelled key": (["model.d_modle=64"], "unknown config key 'model.d_modle'"),
+    "misspelled top-level key": (["sed=1"], "unknown config key 'sed'"),
+    "added unknown key": (["+model.depth=3"], "unknown config key 'model.depth'"),
+    "non-positive model size": (["model.d_model=0"], "model.d_model must be positive"),
+    "non-positive layer count": (["model.encoder_layers=-1"], "model.encoder_layers must be positive"),
+    "non-positive data size": (["data.corpus.train_size=0"], "data.corpus.train_size must be positive"),
+    "non-positive batch size": (["data.batch_size=0"], "data.batch_size must be positive"),
+    "heads not dividing d_model": (["model.num_heads=5"], "model.num_heads (5) must divide model.d_model"),
+    "test_long not longer than train": (
+        ["data.corpus.long_min_len=10"],
+        "data.corpus.long_min_len (10) must exceed data.corpus.max_len",
+    ),
+}
+
+
+@pytest.mark.parametrize("overrides,expected", CASES.values(), ids=CASES.keys())
+def test_bad_configuration_gives_a_one_line_error_and_a_nonzero_exit(tmp_path, overrides, expected):
+    proc = run_cli(tmp_path, "quiet=true", *overrides)
+    assert proc.returncode != 0
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("attnlab-train: error: ") and expected in lines[0]
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert not (tmp_path / "run" / "checkpoints").exists()  # nothing trained
+
+
+def test_a_config_error_found_after_composition_is_recorded_as_a_failed_run(tmp_path):
+    proc = run_cli(tmp_path, "quiet=true", "model.num_heads=5")
+    assert proc.returncode == 1
+    res = results_of(tmp_path)
+    assert res["status"] == "failed" and "model.num_heads (5)" in res["error"]
+    assert res["metrics"] == {}
