@@ -72,10 +72,16 @@ def test_the_offline_wandb_run_is_written_and_reads_back_from_its_files(wandb_ru
     assert logged["exit_code"] == 0
 
 
-def test_csv_and_none_loggers_still_leave_results(tmp_path, tiny):
+@pytest.mark.parametrize("logger", ["csv", "none"])
+def test_csv_and_none_loggers_still_leave_results(tmp_path, tiny, logger):
     tiny[tiny.index("trainer.max_steps=20")] = "trainer.max_steps=3"
-    proc = run_cli(tmp_path, *tiny, "logger=csv")
+    proc = run_cli(tmp_path, *tiny, "trainer.log_every_n_steps=1", f"logger={logger}")
     assert proc.returncode == 0, proc.stderr
     assert results_of(tmp_path)["status"] == "completed"
-    assert "train/loss" in (tmp_path / "run" / "csv" / "metrics.csv").read_text().splitlines()[0]
+    assert (tmp_path / "run" / "hyp" / "test.txt").is_file()
     assert not (tmp_path / "run" / "wandb").exists()
+    csv = tmp_path / "run" / "csv" / "metrics.csv"
+    if logger == "csv":
+        assert "train/loss" in csv.read_text().splitlines()[0]
+    else:
+        assert not csv.exists()
