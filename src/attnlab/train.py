@@ -136,7 +136,7 @@ def report(metrics: dict[str, float], run_dir: Path) -> None:
         from rich.console import Console
         from rich.table import Table
 
-        table = Table(title=f"attnlab run: {run_dir}")
+        table = Table(title="attnlab run")
         table.add_column("metric")
         table.add_column("value", justify="right")
         for k in keys:
@@ -145,7 +145,7 @@ def report(metrics: dict[str, float], run_dir: Path) -> None:
         Console().print(table)
     except ImportError:  # pragma: no cover - rich is a dependency; plain text as a fallback
         print("\n".join(f"{k}: {metrics[k]:.2f}" for k in keys if k in metrics))
-    print(f"results: {run_dir / 'results.json'}")
+    print(f"run dir: {run_dir}\nresults: {run_dir / 'results.json'}")
 
 
 @hydra.main(config_path=CONF_DIR, config_name="train", version_base="1.3")

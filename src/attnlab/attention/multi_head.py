@@ -104,6 +104,8 @@ class MultiHeadAttention(nn.Module):
             k = k.repeat_interleave(group, dim=1)  # (b, h, t_k, d)
             v = v.repeat_interleave(group, dim=1)  # (b, h, t_k, d)
         bias = self.posenc.bias(q_pos, k_pos, self.site)  # (1, h, t_q, t_k) or None
+        if bias is not None:
+            bias = bias.to(q.dtype)  # fused kernels want the mask in the query dtype (bf16 on GPU)
         fused: Callable | None = getattr(self.score, "fused", None)
         if fused is not None and not self.probs.observed:
             fq, fk, scale = fused(q, k)

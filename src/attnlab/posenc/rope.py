@@ -1,0 +1,54 @@
+"""RoPE: (x_2i, x_2i+1) at position p is rotated by p·θ_i, θ_i = base^(−2i/d)  (Su et al., RoFormer, 2021).
+
+Rotating q at position i and k at position j gives q·k = Re[Σ_i q̃_i conj(k̃_i) e^{i(i−j)θ_i}]: the score
+depends on the positions only through i − j. Pairs are adjacent dimensions, as in the paper (the
+"rotate half" layout of GPT-NeoX is the same up to a fixed permutation of the learned projections).
+
+Cross-attention is left unrotated. There the query position indexes the target and the key position
+the source, so i − j compares positions in two different sentences: rotation would impose a prior that
+target word i attends near source word i (a monotone, diagonal alignment), which is wrong for
+reordering language pairs (the synthetic corpus is SVO → SOV) and would also bias the alignment error
+rate we measure on cross-attention. Content alone finds the source word, as in T5's and ALiBi's
+cross-attention (neither adds positions there); the encoder's memory already carries relative order.
+Shape letters: b batch, h heads, t length, d head_dim.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from attnlab.posenc.base import PositionalEncoding
+
+
+class RotaryEmbedding(PositionalEncoding):
+    """Rotates queries and keys of self-attention (encoder and decoder) by their positions.
+
+    Args:
+        d_model: unused (RoPE acts per head).
+        num_heads: unused (every head gets the same rotation).
+        head_dim: per-head width; must be even (dimensions rotate in pairs).
+        base: wavelength base; θ_i = base^(−2i/head_dim).
+    """
+
+    def __init__(self, d_model: int, num_heads: int, head_dim: int, base: float = 10000.0):
+        super().__init__(d_model, num_heads, head_dim)
+        if head_dim % 2:
+            raise ValueError(f"rope rotates dimension pairs and needs an even model.head_dim, got {head_dim}")
+        if base <= 1:
+            raise ValueError(f"posenc.base must be greater than 1, got {base}")
+        inv_freq = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)  # (d/2,)
+        self.register_buffer("inv_freq", inv_freq.float(), persistent=False)
+
+    def _rotate(self, x: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        """x (b, h, t, d), pos (t,) -> (b, h, t, d)."""
+        angles = pos.to(self.inv_freq.dtype)[:, None] * self.inv_freq[None, :]  # (t, d/2)
+        cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)  # (t, d/2)
+        x1, x2 = x[..., 0::2], x[..., 1::2]  # (b, h, t, d/2)
+        return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)  # (b, h, t, d)
+
+    def rotate(
+        self, q: torch.Tensor, k: torch.Tensor, q_pos: torch.Tensor, k_pos: torch.Tensor, site: str
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        if site == "cross":
+            return q, k  # target vs source positions: see the module docstring
+        return self._rotate(q, q_pos), self._rotate(k, k_pos)

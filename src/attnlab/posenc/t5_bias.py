@@ -1,0 +1,84 @@
+"""T5 relative bias: score_h(i, j) += b_h[bucket(j − i)], learned per head and bucket  (Raffel et al., 2020).
+
+Buckets: half of them are exact for small distances (one bucket per distance), the rest grow
+logarithmically up to ``max_distance``, beyond which all distances share the last bucket.
+Bidirectional (encoder) buckets split the range in two, keys after the query in the upper half;
+unidirectional (decoder) buckets only see past distances (future keys are masked anyway).
+One table per stack, shared by its layers, as in T5.
+
+Cross-attention gets no bias, as in T5: query positions index the target and key positions the
+source, so j − i has no fixed meaning across two sentences of different lengths and word orders
+(the synthetic corpus is SVO → SOV), and a learned bias there could only learn a diagonal prior
+that the alignment error rate measured on cross-attention would then reward or punish.
+Shape letters: h heads, t_q / t_k query / key length, B num_buckets.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from attnlab.posenc.base import PositionalEncoding
+
+
+def relative_position_bucket(
+    relative_position: torch.Tensor, bidirectional: bool, num_buckets: int, max_distance: int
+) -> torch.Tensor:
+    """Bucket index in [0, num_buckets) for each relative position j − i (key minus query); T5's scheme.
+
+    Args:
+        relative_position: integer tensor of j − i, any shape.
+        bidirectional: True: distinct buckets for keys before and after the query (keys after in the
+            upper half); False: keys after the query all fall in bucket 0 with distance 0.
+        num_buckets: total buckets.
+        max_distance: distances at or beyond this share the last bucket of their direction.
+    """
+    buckets = torch.zeros_like(relative_position)
+    if bidirectional:
+        num_buckets //= 2
+        buckets = buckets + (relative_position > 0).long() * num_buckets
+        distance = relative_position.abs()
+    else:
+        distance = (-relative_position).clamp(min=0)
+    max_exact = num_buckets // 2
+    # log-spaced beyond max_exact; clamping first keeps log() away from 0 where the exact bucket wins
+    log_ratio = torch.log(distance.clamp(min=max_exact).float() / max_exact)  # same shape, float
+    log_ratio = log_ratio / math.log(max_distance / max_exact)  # 1 at max_distance
+    large = (max_exact + (log_ratio * (num_buckets - max_exact)).long()).clamp(max=num_buckets - 1)
+    return buckets + torch.where(distance < max_exact, distance, large)
+
+
+class T5RelativeBias(PositionalEncoding):
+    """A learned (num_buckets, h) table of score offsets, looked up by bucketed relative position.
+
+    Args:
+        d_model: model width (sets the initial scale of the table, as in T5).
+        num_heads: query heads; each has its own column of the table.
+        head_dim: unused.
+        num_buckets: buckets per site (bidirectional sites split them between the two directions).
+        max_distance: distance from which all keys share one bucket.
+    """
+
+    def __init__(
+        self, d_model: int, num_heads: int, head_dim: int, num_buckets: int = 32, max_distance: int = 128
+    ):
+        super().__init__(d_model, num_heads, head_dim)
+        if num_buckets < 4:
+            raise ValueError(f"posenc.num_buckets must be at least 4, got {num_buckets}")
+        if max_distance <= num_buckets // 2:
+            raise ValueError(
+                f"posenc.max_distance ({max_distance}) must exceed half of posenc.num_buckets "
+                f"({num_buckets} // 2), where the exact buckets end"
+            )
+        self.num_buckets, self.max_distance = num_buckets, max_distance
+        self.table = nn.Embedding(num_buckets, num_heads)  # (B, h)
+        nn.init.normal_(self.table.weight, std=d_model**-0.5)  # T5's initialisation
+
+    def bias(self, q_pos: torch.Tensor, k_pos: torch.Tensor, site: str) -> torch.Tensor | None:
+        if site == "cross":
+            return None  # target vs source positions: see the module docstring
+        rel = k_pos[None, :] - q_pos[:, None]  # (t_q, t_k), j − i
+        buckets = relative_position_bucket(rel, site == "encoder", self.num_buckets, self.max_distance)
+        return self.table(buckets).permute(2, 0, 1)[None]  # (t_q, t_k, h) -> (1, h, t_q, t_k)
