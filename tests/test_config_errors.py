@@ -14,6 +14,21 @@ CASES = {
     "non-positive data size": (["data.corpus.train_size=0"], "data.corpus.train_size must be positive"),
     "non-positive batch size": (["data.batch_size=0"], "data.batch_size must be positive"),
     "heads not dividing d_model": (["model.num_heads=5"], "model.num_heads (5) must divide model.d_model"),
+    "kv heads not dividing heads": (
+        ["model.num_kv_heads=3"],
+        "model.num_kv_heads (3) must be positive and divide model.num_heads (4)",
+    ),
+    "non-positive head_dim": (["model.head_dim=0"], "model.head_dim must be positive or null"),
+    "odd head_dim for rope": (["posenc=rope", "model.head_dim=7"], "model.head_dim"),
+    "non-positive window": (
+        ["attention/mask=local", "attention.mask.window=0"],
+        "attention.mask.window must be positive",
+    ),
+    "negative shaw clip": (["posenc=shaw", "posenc.clip=-1"], "posenc.clip must be >= 0"),
+    "unknown attention site": (
+        ["attention.score_sites=[encoder,crosss]"],
+        "attention.score_sites has unknown sites ['crosss']",
+    ),
     "test_long not longer than train": (
         ["data.corpus.long_min_len=10"],
         "data.corpus.long_min_len (10) must exceed data.corpus.max_len",

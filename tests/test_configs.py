@@ -5,9 +5,8 @@ from pathlib import Path
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
-from hydra.utils import instantiate
 
-from attnlab.train import CONF_DIR
+from attnlab.train import CONF_DIR, build_model
 
 GROUPS = ["attention/score", "attention/mask", "posenc", "model", "data", "logger", "trainer"]
 OPTIONS = [(g, p.stem) for g in GROUPS for p in sorted((Path(CONF_DIR) / g).glob("*.yaml"))]
@@ -29,19 +28,6 @@ def test_every_config_option_composes(group, option):
     assert cfg is not None
 
 
-def _build_model(cfg, vocab_size=50):
-    return instantiate(
-        cfg.model,
-        vocab_size=vocab_size,
-        pad_id=0,
-        score=instantiate(cfg.attention.score),
-        mask_pattern=instantiate(cfg.attention.mask),
-        posenc=instantiate(cfg.posenc),
-        score_sites=list(cfg.attention.score_sites),
-        mask_sites=list(cfg.attention.mask_sites),
-    )
-
-
 MODEL_OPTIONS = [(g, o) for g, o in OPTIONS if g in ("attention/score", "attention/mask", "posenc", "model")]
 
 
@@ -50,7 +36,7 @@ def test_every_model_option_builds_and_gives_finite_logits(group, option):
     overrides = [f"{group}={option}"]
     if group != "model":
         overrides += ["model.d_model=32", "model.ffn_dim=64"]
-    model = _build_model(compose_train(*overrides)).eval()
+    model = build_model(compose_train(*overrides), vocab_size=50, pad_id=0).eval()
     src, tgt = torch.randint(4, 50, (2, 7)), torch.randint(4, 50, (2, 5))
     logits = model(src, tgt)
     assert logits.shape == (2, 5, 50) and torch.isfinite(logits).all()

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from attnlab.attention.masks import FullPattern
+from attnlab.attention.patterns.full import FullPattern
 from attnlab.attention.scores.scaled_dot import ScaledDotScore
 from attnlab.data.synthetic import generate
 from attnlab.data.tokenizer import WordTokenizer

@@ -74,7 +74,7 @@ class TranslationTask(L.LightningModule):
         self.hypotheses: dict[str, list[str]] = {}
         self._eval: dict[str, dict] = {}
 
-    def _nll(self, batch: dict, smoothing: float) -> tuple[torch.Tensor, int]:
+    def nll(self, batch: dict, smoothing: float) -> tuple[torch.Tensor, int]:
         src, tgt = batch["src"], batch["tgt"]
         logits = self.model(src, tgt[:, :-1])  # (b, t, V)
         gold = tgt[:, 1:]  # (b, t)
@@ -88,7 +88,7 @@ class TranslationTask(L.LightningModule):
         return loss, int((gold != self.tokenizer.pad_id).sum())
 
     def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
-        total, tokens = self._nll(batch, self.hparams.label_smoothing)
+        total, tokens = self.nll(batch, self.hparams.label_smoothing)
         loss = total / tokens
         if not torch.isfinite(loss):
             raise NonFiniteLossError(
@@ -114,7 +114,7 @@ class TranslationTask(L.LightningModule):
         acc["hyp"] += [self.tokenizer.decode(row.tolist()) for row in out]
         acc["ref"] += batch["ref"]
         if with_loss:
-            nll, tokens = self._nll(batch, 0.0)
+            nll, tokens = self.nll(batch, 0.0)
             acc["nll"] += float(nll)
             acc["tokens"] += tokens
 

@@ -47,6 +47,21 @@ def peak_memory_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
+def build_model(cfg: DictConfig, vocab_size: int, pad_id: int):
+    """The ``Seq2Seq`` model that ``cfg`` describes (model sizes, score, mask, posenc, sites)."""
+    return instantiate(
+        cfg.model,
+        vocab_size=vocab_size,
+        pad_id=pad_id,
+        score=instantiate(cfg.attention.score),
+        mask_pattern=instantiate(cfg.attention.mask),
+        posenc=instantiate(cfg.posenc),
+        score_sites=list(cfg.attention.score_sites),
+        mask_sites=list(cfg.attention.mask_sites),
+        padding_mask=cfg.attention.padding_mask,
+    )
+
+
 def train(cfg: DictConfig, run_dir: Path, choices: dict[str, str]) -> tuple[dict[str, float], str]:
     """Builds everything from ``cfg``, trains and evaluates; returns (metrics, BLEU signature)."""
     import lightning as L
@@ -61,16 +76,7 @@ def train(cfg: DictConfig, run_dir: Path, choices: dict[str, str]) -> tuple[dict
     train_pairs = corpus.splits["train"]
     tokenizer = instantiate(cfg.data.tokenizer)([p.src for p in train_pairs] + [p.tgt for p in train_pairs])
     data = TranslationDataModule(corpus, tokenizer, cfg.data.batch_size, cfg.data.eval_batch_size)
-    model = instantiate(
-        cfg.model,
-        vocab_size=tokenizer.vocab_size,
-        pad_id=tokenizer.pad_id,
-        score=instantiate(cfg.attention.score),
-        mask_pattern=instantiate(cfg.attention.mask),
-        posenc=instantiate(cfg.posenc),
-        score_sites=list(cfg.attention.score_sites),
-        mask_sites=list(cfg.attention.mask_sites),
-    )
+    model = build_model(cfg, tokenizer.vocab_size, tokenizer.pad_id)
     hparams = {**OmegaConf.to_container(cfg.optim, resolve=True), **OmegaConf.to_container(cfg.decode)}
     task = TranslationTask(model, tokenizer, corpus.eval_splits, **hparams)
     config = OmegaConf.to_container(cfg, resolve=True)

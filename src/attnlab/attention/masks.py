@@ -1,8 +1,9 @@
 """Boolean attention masks, True = may attend, shaped (b or 1, 1, t_q, t_k).
 
-Padding and causal masks are always on; a structural pattern (``attention/mask=...``) composes on top
-for the sites it is configured for. Patterns take query and key positions, so they work unchanged
-during incremental decoding.
+Padding and causal masks are always on (``attention.padding_mask=false`` drops padding, as an
+ablation); a structural pattern (``attention/mask=...``, one file each in ``attention/patterns/``)
+composes on top for the sites in ``attention.mask_sites``. Patterns take query and key positions, so
+they work unchanged during incremental decoding.
 """
 
 from __future__ import annotations
@@ -10,8 +11,10 @@ from __future__ import annotations
 import torch
 
 
-def padding_mask(tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
-    """Keys that are real tokens: (b, t) token ids -> (b, 1, 1, t)."""
+def padding_mask(tokens: torch.Tensor, pad_id: int | None) -> torch.Tensor | None:
+    """Keys that are real tokens: (b, t) token ids -> (b, 1, 1, t); None when ``pad_id`` is None."""
+    if pad_id is None:
+        return None
     return (tokens != pad_id)[:, None, None, :]
 
 
@@ -27,10 +30,3 @@ def combine(*masks: torch.Tensor | None) -> torch.Tensor | None:
         if m is not None:
             out = m if out is None else out & m
     return out
-
-
-class FullPattern:
-    """No structural restriction: every key the padding/causal masks allow."""
-
-    def __call__(self, q_pos: torch.Tensor, k_pos: torch.Tensor, causal: bool) -> torch.Tensor | None:
-        return None

@@ -1,4 +1,5 @@
-"""MultiHead(Q, K, V) = Concat(head_1 … head_h) W_O, head_i = softmax(score(Q W_Q^i, K W_K^i) + bias) V W_V^i.
+"""MultiHead(Q, K, V) = Concat(g_1 head_1 … g_h head_h) W_O,
+head_i = softmax(score(Q W_Q^i, K W_K^i) + bias) V W_V^i  (Vaswani et al., 2017), g = per-head gate.
 
 Shape letters: b batch, t_q / t_k query / key length, h query heads, h_kv key/value heads, d head dim.
 
@@ -6,12 +7,15 @@ Two paths that agree numerically (tested):
 - fused: ``torch.nn.functional.scaled_dot_product_attention`` for any score that can say how SDPA
   computes it (``score.fused(q, k) -> (q, k, scale)``); positional biases join the mask as floats;
 - explicit: ``score(q, k)`` + bias, then ``AttentionProbs`` (masked softmax), then ``@ v``. Taken for
-  scores without a ``fused`` form and whenever a hook observes ``self.probs`` (recording attention).
+  scores without a ``fused`` form, for encodings that need the probabilities (Shaw's value terms), and
+  whenever a hook observes ``self.probs`` (recording attention).
+
+The gate ``head_gate`` (all ones, not trained) scales each head's output: zero removes a head, and the
+gradient of the loss with respect to it measures the head's importance (Michel et al., 2019).
+``projections=False`` gives the textbook "simplified attention" Q = K = V = X, with no projections.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -39,6 +43,12 @@ def resolve_head_dim(d_model: int, num_heads: int, head_dim: int | None) -> int:
     return d_model // num_heads
 
 
+def _add(a: torch.Tensor | None, b: torch.Tensor | None) -> torch.Tensor | None:
+    if a is None:
+        return b
+    return a if b is None else a + b
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with a pluggable score, positional encoding and key/value head count.
 
@@ -46,11 +56,12 @@ class MultiHeadAttention(nn.Module):
         d_model: model width.
         num_heads: query heads.
         score: a score module (maps q, k to scores; may offer ``fused``).
-        posenc: the positional encoding of this stack; its ``rotate``/``bias`` hooks are applied.
+        posenc: the positional encoding of this stack; its attention hooks are applied.
         site: ``"encoder"``, ``"decoder"`` or ``"cross"``.
         head_dim: per-head width (None = d_model / num_heads).
         num_kv_heads: key/value heads (None = num_heads; 1 = multi-query; else grouped-query).
         dropout: dropout on attention probabilities.
+        projections: False = no Q/K/V/output projections (needs num_heads x head_dim = d_model).
     """
 
     def __init__(
@@ -63,6 +74,7 @@ class MultiHeadAttention(nn.Module):
         head_dim: int | None = None,
         num_kv_heads: int | None = None,
         dropout: float = 0.0,
+        projections: bool = True,
     ):
         super().__init__()
         if site not in SITES:
@@ -75,11 +87,17 @@ class MultiHeadAttention(nn.Module):
                 f"model.num_kv_heads ({self.num_kv_heads}) must be positive and divide "
                 f"model.num_heads ({num_heads})"
             )
+        if not projections and (num_heads * self.head_dim != d_model or self.num_kv_heads != num_heads):
+            raise ValueError(
+                f"model.projections=false needs model.num_heads x model.head_dim ({num_heads} x "
+                f"{self.head_dim}) = model.d_model ({d_model}) and model.num_kv_heads = model.num_heads"
+            )
         self.site, self.score, self.posenc, self.dropout = site, score, posenc, dropout
-        self.q_proj = nn.Linear(d_model, num_heads * self.head_dim)
-        self.k_proj = nn.Linear(d_model, self.num_kv_heads * self.head_dim)
-        self.v_proj = nn.Linear(d_model, self.num_kv_heads * self.head_dim)
-        self.out_proj = nn.Linear(num_heads * self.head_dim, d_model)
+        inner, kv_inner = num_heads * self.head_dim, self.num_kv_heads * self.head_dim
+        linear = nn.Linear if projections else (lambda i, o: nn.Identity())
+        self.q_proj, self.k_proj = linear(d_model, inner), linear(d_model, kv_inner)
+        self.v_proj, self.out_proj = linear(d_model, kv_inner), linear(inner, d_model)
+        self.head_gate = nn.Parameter(torch.ones(num_heads), requires_grad=False)  # (h,)
         self.probs = AttentionProbs()
 
     def _split(self, x: torch.Tensor, heads: int) -> torch.Tensor:
@@ -103,17 +121,21 @@ class MultiHeadAttention(nn.Module):
             group = self.num_heads // self.num_kv_heads
             k = k.repeat_interleave(group, dim=1)  # (b, h, t_k, d)
             v = v.repeat_interleave(group, dim=1)  # (b, h, t_k, d)
-        bias = self.posenc.bias(q_pos, k_pos, self.site)  # (1, h, t_q, t_k) or None
+        bias = _add(
+            self.posenc.bias(q_pos, k_pos, self.site),  # (1, h, t_q, t_k) or None
+            self.posenc.score_terms(q, q_pos, k_pos, self.site),  # (b, h, t_q, t_k) or None
+        )
         if bias is not None:
             bias = bias.to(q.dtype)  # fused kernels want the mask in the query dtype (bf16 on GPU)
-        fused: Callable | None = getattr(self.score, "fused", None)
-        if fused is not None and not self.probs.observed:
+        fused = getattr(self.score, "fused", None)
+        if fused is not None and not self.posenc.needs_probs and not self.probs.observed:
             fq, fk, scale = fused(q, k)
             out = self._fused(fq, fk, v, mask, bias, scale)
         else:
-            out = self._explicit(q, k, v, mask, bias)
+            out = self._explicit(q, k, v, mask, bias, q_pos, k_pos)
         if mask is not None:
             out = out.masked_fill(~mask.any(-1, keepdim=True), 0.0)  # empty rows -> 0 on every backend
+        out = out * self.head_gate.view(1, -1, 1, 1)  # (b, h, t_q, d)
         b, _, t_q, _ = out.shape
         return self.out_proj(out.transpose(1, 2).reshape(b, t_q, -1))  # (b, t_q, d_model)
 
@@ -126,10 +148,10 @@ class MultiHeadAttention(nn.Module):
             q, k, v, attn_mask=attn_mask, dropout_p=dropout, scale=scale
         )  # (b, h, t_q, d)
 
-    def _explicit(self, q, k, v, mask, bias) -> torch.Tensor:
+    def _explicit(self, q, k, v, mask, bias, q_pos, k_pos) -> torch.Tensor:
         scores = self.score(q, k)  # (b, h, t_q, t_k)
         if bias is not None:
             scores = scores + bias
         p = self.probs(scores, mask)  # (b, h, t_q, t_k)
         p = F.dropout(p, self.dropout, self.training)
-        return p @ v  # (b, h, t_q, d)
+        return _add(p @ v, self.posenc.value_terms(p, q_pos, k_pos, self.site))  # (b, h, t_q, d)

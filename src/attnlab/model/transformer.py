@@ -2,8 +2,9 @@
 
 Shape letters: b batch, s source length, t target length, m d_model, V vocabulary.
 ``build_transformer`` wires the parts: each attention site gets the configured score (or scaled dot
-where the score is restricted to other sites) and structural mask pattern; each stack gets its own
-positional encoding instance, the decoder's also serving cross-attention.
+where the score is restricted to other sites) and structural mask pattern (or none); each stack gets
+its own positional encoding instance, the decoder's also serving cross-attention. ``pad_id=None`` in
+``Encoder``/``Decoder`` means padded keys are not masked.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import nn
 
-from attnlab.attention.masks import FullPattern, causal_mask, combine, padding_mask
+from attnlab.attention.masks import causal_mask, combine, padding_mask
 from attnlab.attention.multi_head import SITES, MultiHeadAttention, resolve_head_dim
+from attnlab.attention.patterns.full import FullPattern
 from attnlab.attention.scores.scaled_dot import ScaledDotScore
 from attnlab.model.layers import DecoderLayer, EncoderLayer, FeedForward
 from attnlab.posenc.base import PositionalEncoding
@@ -28,7 +30,7 @@ class Encoder(nn.Module):
         posenc: PositionalEncoding,
         layers: Sequence[EncoderLayer],
         pattern: Callable,
-        pad_id: int,
+        pad_id: int | None,
         dropout: float,
         final_norm: bool,
     ):
@@ -38,8 +40,8 @@ class Encoder(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.norm = nn.LayerNorm(embed.embedding_dim) if final_norm else nn.Identity()
 
-    def forward(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """src (b, s) token ids -> memory (b, s, m), key mask (b, 1, 1, s)."""
+    def forward(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """src (b, s) token ids -> memory (b, s, m), key mask (b, 1, 1, s) or None (padding unmasked)."""
         pos = torch.arange(src.size(1), device=src.device)  # (s,)
         key_mask = padding_mask(src, self.pad_id)  # (b, 1, 1, s)
         mask = combine(key_mask, self.pattern(pos, pos, causal=False))  # (b, 1, s|1, s)
@@ -58,7 +60,7 @@ class Decoder(nn.Module):
         layers: Sequence[DecoderLayer],
         self_pattern: Callable,
         cross_pattern: Callable,
-        pad_id: int,
+        pad_id: int | None,
         dropout: float,
         final_norm: bool,
     ):
@@ -68,7 +70,9 @@ class Decoder(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.norm = nn.LayerNorm(embed.embedding_dim) if final_norm else nn.Identity()
 
-    def forward(self, tgt: torch.Tensor, memory: torch.Tensor, src_key_mask: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, tgt: torch.Tensor, memory: torch.Tensor, src_key_mask: torch.Tensor | None
+    ) -> torch.Tensor:
         """tgt (b, t) ids (starting with <bos>), memory (b, s, m) -> hidden states (b, t, m)."""
         tgt_pos = torch.arange(tgt.size(1), device=tgt.device)  # (t,)
         src_pos = torch.arange(memory.size(1), device=memory.device)  # (s,)
@@ -119,13 +123,16 @@ def build_transformer(
     attention_dropout: float = 0.0,
     norm_first: bool = True,
     tie_embeddings: bool = True,
+    projections: bool = True,
     score_sites: Sequence[str] = SITES,
-    mask_sites: Sequence[str] = SITES,
+    mask_sites: Sequence[str] = ("encoder", "decoder"),
+    padding_mask: bool = True,
 ) -> Seq2Seq:
     """Builds the model from sizes and factories for the score, mask pattern and positional encoding.
 
     ``score`` and ``posenc`` are called with ``head_dim``, ``num_heads`` (and ``d_model`` for posenc),
-    the way Hydra ``_partial_`` configs are finished.
+    the way Hydra ``_partial_`` configs are finished. ``projections=False`` is the textbook simplified
+    attention (Q = K = V = X); ``padding_mask=False`` lets attention see padded keys (an ablation).
     """
     for key, value in dict(
         d_model=d_model,
@@ -158,6 +165,7 @@ def build_transformer(
             head_dim=d,
             num_kv_heads=num_kv_heads,
             dropout=attention_dropout,
+            projections=projections,
         )
 
     def pattern(site: str) -> Callable:
@@ -183,8 +191,9 @@ def build_transformer(
         )
         for _ in range(decoder_layers)
     ]
-    encoder = Encoder(embed, enc_pe, enc_layers, pattern("encoder"), pad_id, dropout, norm_first)
+    mask_pad = pad_id if padding_mask else None
+    encoder = Encoder(embed, enc_pe, enc_layers, pattern("encoder"), mask_pad, dropout, norm_first)
     decoder = Decoder(
-        embed, dec_pe, dec_layers, pattern("decoder"), pattern("cross"), pad_id, dropout, norm_first
+        embed, dec_pe, dec_layers, pattern("decoder"), pattern("cross"), mask_pad, dropout, norm_first
     )
     return Seq2Seq(encoder, decoder, vocab_size, tie_embeddings)

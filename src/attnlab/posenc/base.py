@@ -1,8 +1,11 @@
-"""The three places a positional encoding may act; each encoding overrides only those it needs.
+"""The places a positional encoding may act; each encoding overrides only those it needs.
 
 - ``embed``: add to token embeddings (sinusoidal, learned);
 - ``rotate``: transform queries and keys per head (RoPE);
-- ``bias``: add to attention scores (ALiBi, T5).
+- ``bias``: add a content-free term to attention scores (ALiBi, T5);
+- ``score_terms`` and ``value_terms``: content-dependent relative terms, q_i·a^K_ij added to the scores
+  and Σ_j p_ij a^V_ij added to the output (Shaw et al., 2018). An encoding with value terms sets
+  ``needs_probs = True``, which sends attention through the explicit path (the probabilities must exist).
 
 One instance serves one stack (encoder or decoder); the decoder's also serves cross-attention.
 ``site`` is ``"encoder"``, ``"decoder"`` or ``"cross"``, so an encoding can treat them differently
@@ -17,6 +20,8 @@ from torch import nn
 
 class PositionalEncoding(nn.Module):
     """Acts nowhere (``posenc=none``); subclasses override the hooks they need."""
+
+    needs_probs = False
 
     def __init__(self, d_model: int, num_heads: int, head_dim: int):
         super().__init__()
@@ -33,4 +38,16 @@ class PositionalEncoding(nn.Module):
 
     def bias(self, q_pos: torch.Tensor, k_pos: torch.Tensor, site: str) -> torch.Tensor | None:
         """Additive score bias (1, h, t_q, t_k), or None."""
+        return None
+
+    def score_terms(
+        self, q: torch.Tensor, q_pos: torch.Tensor, k_pos: torch.Tensor, site: str
+    ) -> torch.Tensor | None:
+        """Query-dependent additive score terms: q (b, h, t_q, d) -> (b, h, t_q, t_k), or None."""
+        return None
+
+    def value_terms(
+        self, p: torch.Tensor, q_pos: torch.Tensor, k_pos: torch.Tensor, site: str
+    ) -> torch.Tensor | None:
+        """Output additions from probabilities: p (b, h, t_q, t_k) -> (b, h, t_q, d), or None."""
         return None

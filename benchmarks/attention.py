@@ -1,0 +1,143 @@
+"""Speed and peak memory of every attention score against its naive eager formula, side by side.
+
+    .venv/bin/python benchmarks/attention.py [--quick] [--threads N]
+
+For each score in conf/attention/score/ and each length t (t_q = t_k = 64, 128, 256, 512; ``--quick``:
+64, 128) it times forward + backward of the score module (gradients to q, k and the score's
+parameters) at B 8, H 4, d 64, float32 on CPU, and the same for the score written the obvious way
+(``NAIVE`` below: for additive the whole (b, h, t_q, t_k, n) broadcast tanh; for gaussian the
+(b, h, t_q, t_k, d) difference), in the same process with the same parameters. Ratios are naive / ours,
+so naive = 1× and bigger is better.
+
+Time: ``torch.utils.benchmark.Timer.blocked_autorange`` (one warm-up call first), median per call.
+
+Memory: PyTorch keeps no allocator statistics for CPU, so peak extra memory is estimated with
+``torch.profiler.profile(profile_memory=True)`` over one forward + backward. The profiler gives each op
+its net self memory (allocations minus frees inside it, children excluded) and ``[memory]`` events for
+frees outside ops; net allocations are placed at their op's start, net frees at its end, and the peak
+of the running sum in time order is reported. Inputs and parameters exist before profiling starts and
+are not counted; a temporary allocated and freed inside one op cancels out and is missed. So this is an
+estimate, not a measurement, but it sees every tensor that outlives the op making it, which is where the
+5-D tensors of the naive formulas live.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
+from torch import nn
+from torch.profiler import ProfilerActivity, profile
+from torch.utils.benchmark import Timer
+
+CONF = Path(__file__).resolve().parents[1] / "conf" / "attention" / "score"
+B, H, D = 8, 4, 64
+
+
+def naive_scaled_dot(s: nn.Module, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (b, h, t_q, t_k)
+
+
+def naive_dot(s: nn.Module, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    return q @ k.transpose(-2, -1)  # (b, h, t_q, t_k)
+
+
+def naive_general(s: nn.Module, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    return torch.einsum("bhid,hde,bhje->bhij", q, s.weight, k)  # (b, h, t_q, t_k)
+
+
+def naive_cosine(s: nn.Module, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    norms = q.norm(dim=-1)[..., :, None] * k.norm(dim=-1)[..., None, :]  # (b, h, t_q, t_k)
+    return (q @ k.transpose(-2, -1)) / norms * s.log_temperature.exp()[:, None, None]
+
+
+def naive_gaussian(s: nn.Module, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    sq = (q[:, :, :, None, :] - k[:, :, None, :, :]).pow(2).sum(-1)  # (b, h, t_q, t_k, d) -> (b, h, t_q, t_k)
+    return -sq / (2 * s.log_sigma.exp()[:, None, None] ** 2)
+
+
+def naive_additive(s: nn.Module, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    a, c = q @ s.w_q, k @ s.w_k  # (b, h, t_q, n), (b, h, t_k, n)
+    tanh = torch.tanh(a[:, :, :, None, :] + c[:, :, None, :, :])  # (b, h, t_q, t_k, n)
+    return tanh @ s.v[:, None, :, None]  # (b, h, t_q, t_k, 1); step() reshapes to (b, h, t_q, t_k)
+
+
+def ours(s: nn.Module, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    return s(q, k)  # (b, h, t_q, t_k)
+
+
+NAIVE: dict[str, Callable] = {
+    "scaled_dot": naive_scaled_dot,
+    "dot": naive_dot,
+    "general": naive_general,
+    "cosine": naive_cosine,
+    "gaussian": naive_gaussian,
+    "additive": naive_additive,
+}
+
+
+def step(fn: Callable, score: nn.Module, q: torch.Tensor, k: torch.Tensor, grad: torch.Tensor) -> None:
+    """One forward + backward; gradients land in q.grad, k.grad and the score's parameters."""
+    out = fn(score, q, k).reshape(grad.shape)  # (b, h, t, t)
+    out.backward(grad)
+
+
+def seconds(fn: Callable, *args) -> float:
+    step(fn, *args)  # warm-up
+    timer = Timer("step(fn, *args)", globals=dict(step=step, fn=fn, args=args))
+    return timer.blocked_autorange(min_run_time=1.0).median
+
+
+def peak_bytes(fn: Callable, *args) -> int:
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        step(fn, *args)
+    deltas = []  # (time, bytes): allocations when their op starts, frees when it ends
+    for e in prof.events():
+        delta = e.cpu_memory_usage if e.name == "[memory]" else e.self_cpu_memory_usage
+        if delta:
+            deltas.append((e.time_range.start if delta > 0 else e.time_range.end, delta))
+    live = peak = 0
+    for _, delta in sorted(deltas):
+        live += delta
+        peak = max(peak, live)
+    return peak
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="t = 64, 128 only")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    lengths = [64, 128] if args.quick else [64, 128, 256, 512]
+    print(f"B {B}, H {H}, d {D}, float32, CPU, {torch.get_num_threads()} threads; ratios naive / ours\n")
+    print("| score | t | naive ms | ours ms | speed | naive MB | ours MB | memory |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for path in sorted(CONF.glob("*.yaml")):
+        name = path.stem
+        if name not in NAIVE:
+            print(f"| {name} | | no naive formula in benchmarks/attention.py | | | | | |")
+            continue
+        torch.manual_seed(0)
+        score = instantiate(OmegaConf.load(path))(head_dim=D, num_heads=H)
+        for t in lengths:
+            q = torch.randn(B, H, t, D, requires_grad=True)
+            k = torch.randn(B, H, t, D, requires_grad=True)
+            grad = torch.randn(B, H, t, t)
+            row = [seconds(f, score, q, k, grad) for f in (NAIVE[name], ours)]
+            mem = [peak_bytes(f, score, q, k, grad) / 2**20 for f in (NAIVE[name], ours)]
+            print(
+                f"| {name} | {t} | {row[0] * 1e3:.1f} | {row[1] * 1e3:.1f} | {row[0] / row[1]:.1f}× "
+                f"| {mem[0]:.0f} | {mem[1]:.0f} | {mem[0] / max(mem[1], 1e-9):.1f}× |",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,25 @@
+"""score(q, k) = q · k  (Luong et al., 2015, "dot")."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class DotScore(nn.Module):
+    """Unscaled dot-product score; SDPA computes it with ``scale=1``, so it runs on the fused path.
+
+    Without the 1/sqrt(d) of scaled dot, score variance grows with the head width, which is the
+    ablation this option exists for.
+    """
+
+    def __init__(self, head_dim: int, num_heads: int):
+        super().__init__()
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        """(b, h, t_q, d), (b, h, t_k, d) -> (b, h, t_q, t_k)."""
+        return q @ k.transpose(-2, -1)  # (b, h, t_q, t_k)
+
+    def fused(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, float]:
+        """The (q, k, scale) for which ``scaled_dot_product_attention`` computes this score."""
+        return q, k, 1.0

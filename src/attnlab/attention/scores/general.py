@@ -1,0 +1,30 @@
+"""score(q, k) = qᵀ W k, one W per head  (Luong et al., 2015, "general" / bilinear).
+
+Shape letters: b batch, h heads, t_q / t_k query / key length, d head dim.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class GeneralScore(nn.Module):
+    """Bilinear score with a learned (d, d) matrix per head; SDPA computes it from q' = q W.
+
+    W starts at I / sqrt(d), so an untrained model scores exactly like scaled dot product and training
+    moves away from it only where that helps.
+    """
+
+    def __init__(self, head_dim: int, num_heads: int):
+        super().__init__()
+        eye = torch.eye(head_dim) * head_dim**-0.5  # (d, d)
+        self.weight = nn.Parameter(eye.expand(num_heads, head_dim, head_dim).clone())  # (h, d, d)
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        """(b, h, t_q, d), (b, h, t_k, d) -> (b, h, t_q, t_k)."""
+        return (q @ self.weight) @ k.transpose(-2, -1)  # (b, h, t_q, d) -> (b, h, t_q, t_k)
+
+    def fused(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, float]:
+        """The (q, k, scale) for which ``scaled_dot_product_attention`` computes this score."""
+        return q @ self.weight, k, 1.0  # (b, h, t_q, d)

@@ -1,0 +1,237 @@
+"""Every score in conf/attention/score/ against the contract, and each against its known answer.
+
+Tests over the whole group parametrise over the YAML files, so a new score is covered without edits here.
+"""
+
+import math
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from attnlab.attention.masks import causal_mask, combine, padding_mask
+from attnlab.attention.multi_head import MultiHeadAttention
+from attnlab.attention.scores.additive import AdditiveScore, AdditiveScores
+from attnlab.attention.scores.cosine import CosineScore
+from attnlab.attention.scores.dot import DotScore
+from attnlab.attention.scores.gaussian import GaussianScore
+from attnlab.attention.scores.general import GeneralScore
+from attnlab.attention.scores.scaled_dot import ScaledDotScore
+from attnlab.posenc.base import PositionalEncoding
+from attnlab.train import CONF_DIR
+
+SCORE_FILES = sorted((Path(CONF_DIR) / "attention" / "score").glob("*.yaml"))
+IDS = [p.stem for p in SCORE_FILES]
+
+
+def build(path: Path, head_dim: int = 8, num_heads: int = 4) -> torch.nn.Module:
+    """The score a model would get from this config: the ``_partial_`` finished with the shapes."""
+    return instantiate(OmegaConf.load(path))(head_dim=head_dim, num_heads=num_heads)
+
+
+FUSED_FILES = [p for p in SCORE_FILES if hasattr(build(p), "fused")]
+
+
+def perturbed(score: torch.nn.Module) -> torch.nn.Module:
+    """The score with every parameter moved off its initial value, so no test leans on the init."""
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for p in score.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    return score
+
+
+def qk(t_q: int = 5, t_k: int = 7, d: int = 8, h: int = 4, dtype=torch.float32):
+    torch.manual_seed(0)
+    q = torch.randn(2, h, t_q, d, dtype=dtype, requires_grad=True)
+    k = torch.randn(2, h, t_k, d, dtype=dtype, requires_grad=True)
+    return q, k
+
+
+@pytest.mark.parametrize("path", SCORE_FILES, ids=IDS)
+def test_each_score_config_is_a_partial_of_the_class_named_after_its_file(path):
+    cfg = OmegaConf.load(path)
+    camel = "".join(part.capitalize() for part in path.stem.split("_"))
+    assert cfg._target_ == f"attnlab.attention.scores.{path.stem}.{camel}Score"
+    assert cfg._partial_ is True
+
+
+@pytest.mark.parametrize("path", SCORE_FILES, ids=IDS)
+def test_every_score_gives_one_finite_score_per_query_key_pair_and_gradients_to_all_inputs(path):
+    score = build(path)
+    q, k = qk(t_q=5, t_k=7)
+    s = score(q, k)
+    assert s.shape == (2, 4, 5, 7) and torch.isfinite(s).all()
+    s.square().sum().backward()
+    for name, t in [("q", q), ("k", k), *score.named_parameters()]:
+        assert t.grad is not None and torch.isfinite(t.grad).all() and t.grad.abs().sum() > 0, name
+
+
+@pytest.mark.parametrize("num_kv_heads", [None, 2])
+@pytest.mark.parametrize("path", FUSED_FILES, ids=[p.stem for p in FUSED_FILES])
+def test_every_fused_form_agrees_with_its_explicit_path_through_attention(path, num_kv_heads):
+    d_model, num_heads = 32, 4
+    score = perturbed(build(path, head_dim=d_model // num_heads, num_heads=num_heads))
+    torch.manual_seed(0)
+    attn = MultiHeadAttention(
+        d_model,
+        num_heads,
+        score,
+        PositionalEncoding(d_model, num_heads, 8),
+        "encoder",
+        num_kv_heads=num_kv_heads,
+    ).eval()
+    x = torch.randn(2, 5, d_model)
+    mask = combine(
+        padding_mask(torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]]), 0),
+        causal_mask(torch.arange(5), torch.arange(5)),
+    )
+    mask = mask.expand(2, 1, 5, 5).clone()
+    mask[0, 0, 2] = False  # a query row with nothing to attend to
+    pos = torch.arange(5)
+    fused = attn(x, x, mask, pos, pos)
+    hook = attn.probs.register_forward_hook(lambda *a: None)  # observing forces the explicit path
+    explicit = attn(x, x, mask, pos, pos)
+    hook.remove()
+    assert torch.isfinite(fused).all()
+    assert torch.allclose(fused, explicit, atol=1e-5), (fused - explicit).abs().max()
+
+
+@pytest.mark.parametrize("cls", [GaussianScore, AdditiveScore])
+def test_scores_sdpa_cannot_express_have_no_fused_form(cls):
+    assert not hasattr(cls(head_dim=8, num_heads=4), "fused")
+
+
+def test_dot_is_scaled_dot_times_sqrt_d():
+    q, k = qk()
+    assert torch.allclose(DotScore(8, 4)(q, k), ScaledDotScore(8, 4)(q, k) * math.sqrt(8), atol=1e-5)
+
+
+def test_general_with_identity_weight_is_dot_and_starts_as_scaled_dot():
+    q, k = qk()
+    general = GeneralScore(8, 4)
+    assert torch.allclose(general(q, k), ScaledDotScore(8, 4)(q, k), atol=1e-6)
+    with torch.no_grad():
+        general.weight.copy_(torch.eye(8).expand(4, 8, 8))
+    assert torch.allclose(general(q, k), DotScore(8, 4)(q, k), atol=1e-5)
+
+
+def test_general_uses_a_separate_matrix_per_head():
+    q, k = qk()
+    general = GeneralScore(8, 4)
+    with torch.no_grad():
+        general.weight.copy_(torch.randn(4, 8, 8))
+    expected = torch.stack([q[:, i] @ general.weight[i] @ k[:, i].transpose(-2, -1) for i in range(4)], 1)
+    assert torch.allclose(general(q, k), expected, atol=1e-5)
+
+
+def test_cosine_is_cosine_similarity_times_the_per_head_temperature():
+    q, k = qk()
+    cosine = perturbed(CosineScore(8, 4, init_temperature=10.0))
+    cos = F.cosine_similarity(q[:, :, :, None, :], k[:, :, None, :, :], dim=-1)  # (b, h, t_q, t_k)
+    expected = cos * cosine.log_temperature.exp()[:, None, None]
+    assert torch.allclose(cosine(q, k), expected, atol=1e-5)
+    assert torch.allclose(
+        CosineScore(8, 4, init_temperature=None).temperature, torch.full((4,), math.sqrt(8))
+    )
+
+
+def test_gaussian_is_minus_squared_distance_over_two_sigma_squared():
+    q, k = qk()
+    gaussian = perturbed(GaussianScore(8, 4))
+    sq_dist = (q[:, :, :, None, :] - k[:, :, None, :, :]).pow(2).sum(-1)  # (b, h, t_q, t_k)
+    expected = -sq_dist / (2 * gaussian.sigma[:, None, None] ** 2)
+    assert torch.allclose(gaussian(q, k), expected, atol=1e-5)
+
+
+def test_gaussian_initial_width_gives_softmax_of_scaled_dot():
+    # −‖q−k‖²/(2σ²) with σ² = sqrt(d) is q·k/sqrt(d) plus terms constant per query row or per key;
+    # with keys of equal norm only the first changes the softmax.
+    q, k = qk()
+    k = F.normalize(k, dim=-1) * 3
+    p = torch.softmax(GaussianScore(8, 4)(q, k), -1)
+    assert torch.allclose(p, torch.softmax(ScaledDotScore(8, 4)(q, k), -1), atol=1e-5)
+
+
+def naive_additive(score: AdditiveScore, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    a, c = q @ score.w_q, k @ score.w_k  # (b, h, t_q, n), (b, h, t_k, n)
+    tanh = torch.tanh(a[:, :, :, None, :] + c[:, :, None, :, :])  # (b, h, t_q, t_k, n)
+    return (tanh * score.v[:, None, None, :]).sum(-1)  # (b, h, t_q, t_k)
+
+
+@pytest.mark.parametrize("weight_scale", [1.0, 30.0], ids=["exp_identity", "tanh_fallback"])
+@pytest.mark.parametrize("max_chunk_elements", [2**22, 700], ids=["one_chunk", "uneven_chunks"])
+def test_additive_matches_the_naive_formula_in_value_and_gradient(weight_scale, max_chunk_elements):
+    torch.manual_seed(0)
+    score = AdditiveScore(8, 4, hidden_dim=6, max_chunk_elements=max_chunk_elements)
+    with torch.no_grad():
+        score.w_q.mul_(weight_scale)  # 30: |W_q q| passes 20 and the tanh fallback runs
+    q, k = qk(t_q=9, t_k=7)
+    assert ((q @ score.w_q).abs().max() > 20) == (weight_scale > 1)  # the regime the id names
+    ours, naive = score(q, k), naive_additive(score, q, k)
+    assert torch.allclose(ours, naive, atol=1e-5), (ours - naive).abs().max()
+    g = torch.randn_like(ours)
+    inputs = [q, k, score.w_q, score.w_k, score.v]
+    for mine, ref in zip(torch.autograd.grad(ours, inputs, g), torch.autograd.grad(naive, inputs, g)):
+        assert torch.allclose(mine, ref, atol=1e-5 * max(1.0, ref.abs().max().item())), (
+            (mine - ref).abs().max()
+        )
+
+
+@pytest.mark.parametrize("scale", [1.0, 15.0], ids=["exp_identity", "tanh_fallback"])
+def test_additive_gradients_pass_gradcheck_in_float64(scale):
+    torch.manual_seed(0)
+    a = (scale * torch.randn(1, 2, 5, 3, dtype=torch.float64)).requires_grad_()
+    c = torch.randn(1, 2, 4, 3, dtype=torch.float64, requires_grad=True)
+    v = torch.randn(2, 3, dtype=torch.float64, requires_grad=True)
+    assert (a.abs().max() > 20) == (scale > 1)  # the regime the id names
+    assert torch.autograd.gradcheck(lambda a, c, v: AdditiveScores.apply(a, c, v, 2), (a, c, v))
+
+
+def test_additive_tolerates_zero_entries_in_v():
+    score = AdditiveScore(8, 4, hidden_dim=6)
+    with torch.no_grad():
+        score.v[:, ::2] = 0.0
+    q, k = qk()
+    assert torch.allclose(score(q, k), naive_additive(score, q, k), atol=1e-5)
+
+
+class LargestTensor(TorchDispatchMode):
+    """Records the most elements any tensor produced inside it had (backward included)."""
+
+    def __init__(self):
+        super().__init__()
+        self.numel = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in out if isinstance(out, (tuple, list)) else (out,):
+            if isinstance(t, torch.Tensor):
+                self.numel = max(self.numel, t.numel())
+        return out
+
+
+def test_additive_never_holds_the_whole_five_dimensional_tensor():
+    b, h, t_q, t_k, n = 2, 4, 24, 20, 16
+    score = AdditiveScore(8, h, hidden_dim=n, max_chunk_elements=4096)
+    q, k = qk(t_q=t_q, t_k=t_k, h=h)
+    with LargestTensor() as seen:
+        score(q, k).sum().backward()
+    assert seen.numel <= max(4096, b * h * t_q * t_k) < b * h * t_q * t_k * n
+
+
+def test_additive_hidden_size_defaults_to_the_head_size():
+    assert AdditiveScore(8, 4).v.shape == (4, 8)
+    assert AdditiveScore(8, 4, hidden_dim=32).w_q.shape == (4, 8, 32)
+    with pytest.raises(ValueError, match="hidden_dim"):
+        AdditiveScore(8, 4, hidden_dim=0)
+
+
+@pytest.mark.parametrize("cls,key", [(CosineScore, "init_temperature"), (GaussianScore, "init_sigma")])
+def test_learned_scales_refuse_a_non_positive_start_naming_the_key(cls, key):
+    with pytest.raises(ValueError, match=key):
+        cls(8, 4, **{key: 0.0})

@@ -1,0 +1,64 @@
+"""Shaw et al. relative position representations: known answers and the clip distance."""
+
+import pytest
+import torch
+
+from attnlab.attention.multi_head import MultiHeadAttention
+from attnlab.attention.scores.scaled_dot import ScaledDotScore
+from attnlab.posenc.shaw import ShawRelative
+
+
+def test_relative_key_terms_match_a_hand_computed_case():
+    shaw = ShawRelative(4, 1, 2, clip=1, values=False)
+    shaw.rel_keys.weight.data = torch.tensor([[1.0, 0.0], [0.0, 1.0], [2.0, 2.0]])  # j−i = −1, 0, +1
+    q = torch.tensor([[[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]]])  # (1, 1, 3, 2)
+    pos = torch.arange(3)
+    terms = shaw.score_terms(q, pos, pos, "encoder")[0, 0] * 2**0.5  # undo 1/sqrt(d)
+    # row i, column j uses vector for clip(j − i): q_i · a
+    expected = torch.tensor([[2.0, 6.0, 6.0], [3.0, 4.0, 14.0], [5.0, 5.0, 6.0]])
+    assert torch.allclose(terms, expected)
+
+
+def test_relative_value_terms_add_the_probability_weighted_vectors():
+    shaw = ShawRelative(4, 1, 2, clip=1, keys=False)
+    shaw.rel_values.weight.data = torch.tensor([[1.0, 0.0], [0.0, 1.0], [2.0, 2.0]])
+    p = torch.tensor([[[[0.5, 0.5], [0.25, 0.75]]]])  # (1, 1, 2, 2)
+    pos = torch.arange(2)
+    out = shaw.value_terms(p, pos, pos, "decoder")[0, 0]
+    assert torch.allclose(out, torch.tensor([[1.0, 1.5], [0.25, 0.75]]))
+    assert shaw.needs_probs
+
+
+def test_cross_attention_gets_no_relative_terms():
+    shaw = ShawRelative(8, 2, 4, clip=2)
+    q, pos = torch.randn(1, 2, 3, 4), torch.arange(3)
+    assert shaw.score_terms(q, pos, pos, "cross") is None
+    assert shaw.value_terms(torch.rand(1, 2, 3, 3), pos, pos, "cross") is None
+
+
+def test_clip_zero_carries_no_position_information():
+    torch.manual_seed(0)
+    attn = MultiHeadAttention(8, 2, ScaledDotScore(4, 2), ShawRelative(8, 2, 4, clip=0), "encoder").eval()
+    x, pos, perm = torch.randn(1, 5, 8), torch.arange(5), torch.tensor([3, 0, 4, 1, 2])
+    assert torch.allclose(
+        attn(x, x, None, pos, pos)[:, perm], attn(x[:, perm], x[:, perm], None, pos, pos), atol=1e-5
+    )
+
+
+def test_keys_only_runs_fused_and_agrees_with_the_explicit_path():
+    torch.manual_seed(0)
+    attn = MultiHeadAttention(
+        8, 2, ScaledDotScore(4, 2), ShawRelative(8, 2, 4, clip=2, values=False), "encoder"
+    ).eval()
+    assert not attn.posenc.needs_probs
+    x, pos = torch.randn(2, 6, 8), torch.arange(6)
+    fused = attn(x, x, None, pos, pos)
+    handle = attn.probs.register_forward_hook(lambda *a: None)
+    explicit = attn(x, x, None, pos, pos)
+    handle.remove()
+    assert torch.allclose(fused, explicit, atol=1e-5)
+
+
+def test_a_negative_clip_is_refused_with_the_key_named():
+    with pytest.raises(ValueError, match=r"posenc.clip must be >= 0, got -1"):
+        ShawRelative(8, 2, 4, clip=-1)
