@@ -62,7 +62,7 @@ def test_the_run_dir_holds_hypotheses_for_every_evaluation_split_and_both_checkp
 def test_the_offline_wandb_run_is_written_and_reads_back_from_its_files(wandb_run):
     runs = list((wandb_run / "run" / "wandb").glob("offline-run-*"))
     assert len(runs) == 1
-    logged = read_run(runs[0])
+    logged = read_run(runs[0], wait=30)
     assert logged["name"] == "scaled_dot-sinusoidal-h2-s3"
     assert logged["config"]["model"]["d_model"] == 32 and logged["config"]["seed"] == 3
     keys = set().union(*logged["history"])

@@ -23,7 +23,7 @@ def test_reader_recovers_config_history_summary_and_exit_code(tmp_path):
     run.summary["test/bleu"] = 42.5
     run.finish(exit_code=0)
     [run_dir] = (tmp_path / "wandb").glob("offline-run-*")
-    logged = read_run(run_dir)
+    logged = read_run(run_dir, wait=30)
     assert logged["name"] == "reader" and logged["group"] == "g" and logged["tags"] == ["a=b"]
     assert logged["config"]["model"] == {"d_model": 64}
     assert logged["config"]["long"] == "x" * 70_000  # one record over two blocks

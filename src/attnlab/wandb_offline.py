@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import struct
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -49,16 +50,30 @@ def _key(item) -> str:
     return item.key or "/".join(item.nested_key)
 
 
-def read_run(run_dir: str | Path) -> dict:
+def read_run(run_dir: str | Path, wait: float = 0.0) -> dict:
     """Summarises an offline run folder (``offline-run-*``): run info, config, history, summary.
+
+    Args:
+        run_dir: the ``offline-run-*`` folder.
+        wait: seconds to wait for the run's exit record. wandb's core process may still be flushing
+            the file for a moment after ``finish()`` returns; the exit record is written last.
 
     Returns:
         ``{"name", "group", "tags", "config", "history": [ {key: value} per step ], "summary",
-        "exit_code"}``; values are decoded from JSON.
+        "exit_code"}``; values are decoded from JSON; ``exit_code`` is None while the run is unfinished.
     """
     files = sorted(Path(run_dir).glob("run-*.wandb"))
     if not files:
         raise FileNotFoundError(f"no run-*.wandb file in {run_dir}")
+    deadline = time.monotonic() + wait
+    while True:
+        out = _read(files[0])
+        if out["exit_code"] is not None or time.monotonic() >= deadline:
+            return out
+        time.sleep(0.1)
+
+
+def _read(path: Path) -> dict:
     out = {
         "name": None,
         "group": None,
@@ -68,7 +83,7 @@ def read_run(run_dir: str | Path) -> dict:
         "summary": {},
         "exit_code": None,
     }
-    for rec in records(files[0]):
+    for rec in records(path):
         kind = rec.WhichOneof("record_type")
         if kind == "run":
             out.update(name=rec.run.display_name, group=rec.run.run_group, tags=list(rec.run.tags))
