@@ -59,6 +59,17 @@ def test_the_run_dir_holds_hypotheses_for_every_evaluation_split_and_both_checkp
     assert (run / "checkpoints" / "last.ckpt").is_file() and (run / "checkpoints" / "best.ckpt").is_file()
 
 
+def test_attention_maps_and_entropy_heat_maps_are_saved_for_every_site_and_layer(wandb_run):
+    names = sorted(p.name for p in (wandb_run / "run" / "attention" / "test").glob("*.png"))
+    maps = [
+        f"{site}_L{layer}_probe{i}.png"
+        for site in ("cross", "decoder", "encoder")
+        for layer in (0, 1)
+        for i in (0, 1)
+    ]
+    assert names == sorted(maps + [f"entropy_{s}.png" for s in ("cross", "decoder", "encoder")])
+
+
 def test_the_offline_wandb_run_is_written_and_reads_back_from_its_files(wandb_run):
     runs = list((wandb_run / "run" / "wandb").glob("offline-run-*"))
     assert len(runs) == 1
@@ -70,6 +81,8 @@ def test_the_offline_wandb_run_is_written_and_reads_back_from_its_files(wandb_ru
     test_bleu = [h["test/bleu"] for h in logged["history"] if "test/bleu" in h]
     assert test_bleu[-1] == pytest.approx(results_of(wandb_run)["metrics"]["test/bleu"])
     assert logged["exit_code"] == 0
+    assert {"attention/score=scaled_dot", "posenc=sinusoidal", "model=tiny"} <= set(logged["tags"])
+    assert {"attention/cross/L1", "attention/entropy/cross"} <= keys
 
 
 @pytest.mark.parametrize("logger", ["csv", "none"])
@@ -79,6 +92,7 @@ def test_csv_and_none_loggers_still_leave_results(tmp_path, tiny, logger):
     assert proc.returncode == 0, proc.stderr
     assert results_of(tmp_path)["status"] == "completed"
     assert (tmp_path / "run" / "hyp" / "test.txt").is_file()
+    assert len(list((tmp_path / "run" / "attention" / "test").glob("*.png"))) == 15
     assert not (tmp_path / "run" / "wandb").exists()
     csv = tmp_path / "run" / "csv" / "metrics.csv"
     if logger == "csv":

@@ -72,14 +72,31 @@ def wandb_logger(
     return WandbLogger(experiment=run, save_dir=str(save_dir), log_model=False)
 
 
-def csv_logger(save_dir: str | Path, name: str, config: dict, quiet: bool = False) -> CSVLogger:
-    """Metrics as ``<run dir>/csv/metrics.csv``; the config as ``hparams.yaml`` beside it."""
+def csv_logger(
+    save_dir: str | Path,
+    name: str,
+    config: dict,
+    quiet: bool = False,
+    group: str | None = None,
+    tags: list[str] | None = None,
+) -> CSVLogger:
+    """Metrics as ``<run dir>/csv/metrics.csv``; the config as ``hparams.yaml`` beside it.
+
+    ``group`` and ``tags`` are accepted for a uniform call and not used (results.json has the choices).
+    """
     logger = CSVLogger(save_dir=str(save_dir), name="csv", version="")
     logger.log_hyperparams(config)
     return logger
 
 
-def no_logger(save_dir: str | Path, name: str, config: dict, quiet: bool = False) -> bool:
+def no_logger(
+    save_dir: str | Path,
+    name: str,
+    config: dict,
+    quiet: bool = False,
+    group: str | None = None,
+    tags: list[str] | None = None,
+) -> bool:
     """``logger=none``: Lightning takes False as 'no logger'."""
     return False
 

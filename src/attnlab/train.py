@@ -62,11 +62,23 @@ def build_model(cfg: DictConfig, vocab_size: int, pad_id: int):
     )
 
 
+def run_group(cfg: DictConfig, choices: dict[str, str]) -> str | None:
+    """wandb group: ``logger.group`` if set, else the experiment, else the sweep's folder name."""
+    if cfg.logger.get("group"):
+        return cfg.logger.group
+    if choices.get("experiment"):
+        return choices["experiment"]
+    hc = HydraConfig.get()
+    return Path(hc.sweep.dir).name if hc.mode == RunMode.MULTIRUN else None
+
+
 def train(cfg: DictConfig, run_dir: Path, choices: dict[str, str]) -> tuple[dict[str, float], str]:
     """Builds everything from ``cfg``, trains and evaluates; returns (metrics, BLEU signature)."""
     import lightning as L
     from lightning.pytorch.callbacks import ModelCheckpoint, RichProgressBar
 
+    from attnlab.callbacks.attention_maps import AttentionMaps, default_probes
+    from attnlab.callbacks.attention_stats import AttentionStats
     from attnlab.callbacks.throughput import Throughput
     from attnlab.data.datamodule import TranslationDataModule
     from attnlab.task import TranslationTask
@@ -80,7 +92,8 @@ def train(cfg: DictConfig, run_dir: Path, choices: dict[str, str]) -> tuple[dict
     hparams = {**OmegaConf.to_container(cfg.optim, resolve=True), **OmegaConf.to_container(cfg.decode)}
     task = TranslationTask(model, tokenizer, corpus.eval_splits, **hparams)
     config = OmegaConf.to_container(cfg, resolve=True)
-    logger = instantiate(cfg.logger)(
+    tags = list(cfg.logger.get("tags") or []) + [f"{k}={v}" for k, v in sorted(choices.items())]
+    logger = instantiate(cfg.logger, group=run_group(cfg, choices), tags=tags)(
         save_dir=run_dir, name=run_name(choices, cfg), config=config, quiet=cfg.quiet
     )
     throughput = Throughput(tokenizer.pad_id)
@@ -94,6 +107,21 @@ def train(cfg: DictConfig, run_dir: Path, choices: dict[str, str]) -> tuple[dict
         auto_insert_metric_name=False,
     )
     callbacks = [checkpoint, throughput] + ([] if cfg.quiet else [RichProgressBar()])
+    diag = cfg.diagnostics
+    if diag.attention_maps:
+        probes = list(diag.probes) if diag.probes else default_probes(corpus.splits["valid"], diag.num_probes)
+        callbacks.append(
+            AttentionMaps(
+                run_dir / "attention",
+                tokenizer,
+                probes,
+                diag.every_n_val_epochs,
+                cfg.decode.max_len_ratio,
+                cfg.decode.max_len_offset,
+            )
+        )
+    if diag.attention_stats:
+        callbacks.append(AttentionStats(run_dir / "attention", split="test"))
     trainer = instantiate(
         cfg.trainer,
         logger=logger,
@@ -113,7 +141,7 @@ def train(cfg: DictConfig, run_dir: Path, choices: dict[str, str]) -> tuple[dict
         (run_dir / "hyp" / f"{split}.txt").write_text("".join(h + "\n" for h in hyps))
     metrics.update(
         {
-            "params": float(sum(p.numel() for p in model.parameters())),
+            "params": float(sum(p.numel() for p in model.parameters() if p.requires_grad)),
             "peak_mem_mb": peak_memory_mb(),
             "wall_s": wall,
         }

@@ -46,8 +46,16 @@ def records(path: str | Path) -> Iterator:
             yield wandb_internal_pb2.Record.FromString(pending + chunk)
 
 
-def _key(item) -> str:
-    return item.key or "/".join(item.nested_key)
+def _assign(target: dict, item) -> None:
+    """Stores an item under its key; a nested key (e.g. an image's fields) becomes nested dicts."""
+    value = json.loads(item.value_json)
+    if item.key:
+        target[item.key] = value
+        return
+    *parents, last = item.nested_key
+    for name in parents:
+        target = target.setdefault(name, {})
+    target[last] = value
 
 
 def read_run(run_dir: str | Path, wait: float = 0.0) -> dict:
@@ -88,15 +96,18 @@ def _read(path: Path) -> dict:
         if kind == "run":
             out.update(name=rec.run.display_name, group=rec.run.run_group, tags=list(rec.run.tags))
             for item in rec.run.config.update:
-                out["config"][_key(item)] = json.loads(item.value_json)
+                _assign(out["config"], item)
         elif kind == "config":
             for item in rec.config.update:
-                out["config"][_key(item)] = json.loads(item.value_json)
+                _assign(out["config"], item)
         elif kind == "history":
-            out["history"].append({_key(i): json.loads(i.value_json) for i in rec.history.item})
+            row: dict = {}
+            for item in rec.history.item:
+                _assign(row, item)
+            out["history"].append(row)
         elif kind == "summary":
             for item in rec.summary.update:
-                out["summary"][_key(item)] = json.loads(item.value_json)
+                _assign(out["summary"], item)
         elif kind == "exit":
             out["exit_code"] = rec.exit.exit_code
     return out

@@ -71,13 +71,14 @@ class TranslationDataModule(L.LightningDataModule):
             drop_last=False,
         )
 
-    def _eval_loader(self, split: str) -> DataLoader:
+    def eval_dataloader(self, split: str) -> DataLoader:
+        """Batches of one split in corpus order (for decoding and diagnostics)."""
         return DataLoader(
             self.splits[split], batch_size=self.eval_batch_size, shuffle=False, collate_fn=self.collate
         )
 
     def val_dataloader(self) -> DataLoader:
-        return self._eval_loader("valid")
+        return self.eval_dataloader("valid")
 
     def test_dataloader(self) -> list[DataLoader]:
-        return [self._eval_loader(split) for split in self.corpus.eval_splits]
+        return [self.eval_dataloader(split) for split in self.corpus.eval_splits]

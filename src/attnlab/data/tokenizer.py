@@ -38,6 +38,10 @@ class WordTokenizer:
     def encode(self, sentence: str) -> list[int]:
         return [self.index.get(w, self.unk_id) for w in sentence.split()]
 
+    def tokens(self, ids: Iterable[int]) -> list[str]:
+        """The token string of every id, specials included (axis labels for attention maps)."""
+        return [self.vocab[i] for i in ids]
+
     def decode(self, ids: Iterable[int]) -> str:
         """Detokenises ids, stopping at ``<eos>`` and dropping ``<pad>``/``<bos>``."""
         words = []

@@ -1,0 +1,141 @@
+"""The attention-map and attention-stats callbacks, driven directly and through a real wandb run."""
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+import wandb
+
+import attnlab.callbacks.attention_maps as attention_maps
+from attnlab.attention.patterns.full import FullPattern
+from attnlab.attention.recording import record_attention
+from attnlab.attention.scores.scaled_dot import ScaledDotScore
+from attnlab.callbacks.attention_maps import AttentionMaps, default_probes
+from attnlab.callbacks.attention_stats import AttentionStats
+from attnlab.data.datamodule import TranslationDataModule
+from attnlab.data.synthetic import generate
+from attnlab.data.tokenizer import WordTokenizer
+from attnlab.diagnostics import attention_entropy
+from attnlab.model.transformer import build_transformer
+from attnlab.posenc.sinusoidal import SinusoidalPositions
+from attnlab.wandb_offline import read_run
+
+HEADS, LAYERS = 2, 2
+
+
+class StubLogger:
+    def __init__(self):
+        self.images, self.metrics = [], {}
+
+    def log_image(self, key, images, step=None, **kwargs):
+        self.images.append((key, list(images), step, kwargs))
+
+
+@pytest.fixture(scope="module")
+def setup():
+    corpus = generate(train_size=60, valid_size=10, test_size=12, test_long_size=3)
+    pairs = corpus.splits["train"]
+    tok = WordTokenizer.train([p.src for p in pairs] + [p.tgt for p in pairs])
+    torch.manual_seed(0)
+    model = build_transformer(
+        tok.vocab_size,
+        tok.pad_id,
+        ScaledDotScore,
+        FullPattern(),
+        SinusoidalPositions,
+        d_model=16,
+        num_heads=HEADS,
+        ffn_dim=32,
+        dropout=0.0,
+    ).eval()
+    data = TranslationDataModule(corpus, tok, batch_size=8, eval_batch_size=5)
+    module = SimpleNamespace(model=model, device=torch.device("cpu"), logged={})
+    module.log_dict = module.logged.update
+    return corpus, tok, data, module
+
+
+def test_default_probes_are_validation_sentences_of_different_lengths(setup):
+    corpus = setup[0]
+    probes = default_probes(corpus.splits["valid"], 3)
+    lengths = [len(p.split()) for p in probes]
+    assert len(probes) == 3 and lengths == sorted(lengths) and lengths[0] < lengths[-1]
+
+
+def test_the_map_callback_logs_one_image_per_site_and_layer_with_a_panel_per_head(
+    setup, tmp_path, monkeypatch
+):
+    corpus, tok, _, module = setup
+    panels = []
+    real_figure = attention_maps.attention_figure
+
+    def counting_figure(p, **kwargs):
+        panels.append(p.shape[0])
+        return real_figure(p, **kwargs)
+
+    monkeypatch.setattr(attention_maps, "attention_figure", counting_figure)
+    logger = StubLogger()
+    callback = AttentionMaps(tmp_path, tok, [corpus.splits["valid"][0].src])
+    paths = callback.draw(SimpleNamespace(loggers=[logger], global_step=7), module, "step000007")
+    keys = {
+        f"attention/{site}/L{layer}" for site in ("encoder", "decoder", "cross") for layer in range(LAYERS)
+    }
+    assert {key for key, *_ in logger.images} == keys and len(logger.images) == len(keys)
+    assert all(len(images) == 1 and step == 7 for _, images, step, _ in logger.images)
+    assert all("→" in kwargs["caption"][0] for *_, kwargs in logger.images)
+    assert panels == [HEADS] * len(keys)
+    assert sorted(p.name for p in paths) == sorted(
+        f"{site}_L{layer}_probe0.png" for site in ("encoder", "decoder", "cross") for layer in range(LAYERS)
+    )
+    assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in paths)
+
+
+def test_without_an_image_logger_the_pngs_are_still_saved(setup, tmp_path):
+    corpus, tok, _, module = setup
+    callback = AttentionMaps(tmp_path, tok, [p.src for p in corpus.splits["valid"][:2]])
+    paths = callback.draw(SimpleNamespace(loggers=[], global_step=0), module, "test")
+    assert len(paths) == 2 * 3 * LAYERS and all(p.is_file() for p in paths)
+
+
+def test_the_map_callback_logs_images_into_a_real_offline_wandb_run(setup, tmp_path):
+    from lightning.pytorch.loggers import WandbLogger
+
+    corpus, tok, _, module = setup
+    run = wandb.init(mode="offline", dir=str(tmp_path), project="t", name="maps")
+    logger = WandbLogger(experiment=run, save_dir=str(tmp_path))
+    AttentionMaps(tmp_path / "attention", tok, [corpus.splits["valid"][0].src]).draw(
+        SimpleNamespace(loggers=[logger], global_step=3), module, "test"
+    )
+    run.finish()
+    [run_dir] = (tmp_path / "wandb").glob("offline-run-*")
+    history = read_run(run_dir, wait=30)["history"]
+    logged = {k: v for row in history for k, v in row.items() if k.startswith("attention/")}
+    assert set(logged) == {
+        f"attention/{s}/L{layer}" for s in ("encoder", "decoder", "cross") for layer in range(LAYERS)
+    }
+    assert all(v["_type"] == "images/separated" and v["count"] == 1 for v in logged.values())
+    assert len(list((run_dir / "files" / "media" / "images").rglob("*.png"))) == len(logged)
+
+
+def test_the_stats_callback_reports_entropy_per_head_and_aer_against_gold(setup, tmp_path):
+    corpus, tok, data, module = setup
+    logger = StubLogger()
+    callback = AttentionStats(tmp_path, split="test")
+    callback.on_test_epoch_end(SimpleNamespace(datamodule=data, loggers=[logger], global_step=5), module)
+    m = module.logged
+    for site in ("encoder", "decoder", "cross"):
+        assert f"test/entropy/{site}" in m and f"test/max_weight/{site}" in m
+        assert all(f"test/entropy/{site}/L{layer}H{h}" in m for layer in range(LAYERS) for h in range(HEADS))
+    assert 0.0 <= m["test/aer"] <= m["test/aer_mean"] <= 1.0
+    assert m["test/aer"] == min(m[f"test/aer/L{layer}H{h}"] for layer in range(LAYERS) for h in range(HEADS))
+    # entropy of encoder layer 0 equals a direct computation over all test sentences at once
+    batch = data.collate([data.splits["test"][i] for i in range(len(data.splits["test"]))])
+    with record_attention(module.model) as maps, torch.no_grad():
+        module.model(batch["src"], batch["tgt"][:, :-1])
+    direct = attention_entropy(maps[("encoder", 0)], batch["src"] != tok.pad_id)
+    assert [m[f"test/entropy/encoder/L0H{h}"] for h in range(HEADS)] == pytest.approx(
+        direct.tolist(), abs=1e-5
+    )
+    assert {key for key, *_ in logger.images} == {
+        f"attention/entropy/{s}" for s in ("encoder", "decoder", "cross")
+    }
+    assert (tmp_path / "test" / "entropy_cross.png").is_file()
