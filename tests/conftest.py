@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 os.environ.update(HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1", WANDB_MODE="offline", WANDB_SILENT="true")
 
@@ -49,3 +50,26 @@ def results_of(tmp_path: Path) -> dict:
 @pytest.fixture
 def tiny() -> list[str]:
     return list(TINY)
+
+
+def fused_and_explicit(attn, *args):
+    """Runs ``attn`` as configured, then again while recording (which forces the explicit path)."""
+    from attnlab.attention.recording import record_attention
+
+    fused = attn(*args)
+    with record_attention(attn):
+        explicit = attn(*args)
+    return fused, explicit
+
+
+def self_attention_mask_with_an_empty_row() -> torch.Tensor:
+    """(2, 1, 5, 5): padding after 3 tokens in sentence 0, causal, and query 2 of sentence 0 sees nothing."""
+    from attnlab.attention.masks import causal_mask, combine, padding_mask
+
+    mask = combine(
+        padding_mask(torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]]), 0),
+        causal_mask(torch.arange(5), torch.arange(5)),
+    )
+    mask = mask.expand(2, 1, 5, 5).clone()
+    mask[0, 0, 2] = False
+    return mask

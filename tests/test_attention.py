@@ -10,6 +10,8 @@ from attnlab.attention.probs import masked_softmax
 from attnlab.attention.scores.scaled_dot import ScaledDotScore
 from attnlab.posenc.base import PositionalEncoding
 
+from conftest import fused_and_explicit, self_attention_mask_with_an_empty_row
+
 
 def test_padding_mask_hides_padded_keys_for_every_query():
     tokens = torch.tensor([[5, 6, 0, 0], [5, 6, 7, 8]])
@@ -58,17 +60,8 @@ def _attention(num_heads=4, num_kv_heads=None, d_model=32, site="encoder"):
 def test_fused_and_explicit_paths_agree_including_empty_rows(num_kv_heads):
     attn = _attention(num_kv_heads=num_kv_heads)
     x = torch.randn(2, 5, 32)
-    mask = combine(
-        padding_mask(torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]]), 0),
-        causal_mask(torch.arange(5), torch.arange(5)),
-    )
-    mask = mask.clone().expand(2, 1, 5, 5).clone()
-    mask[0, 0, 2] = False  # a query row with nothing to attend to
-    pos = torch.arange(5)
-    fused = attn(x, x, mask, pos, pos)
-    with_hook = attn.probs.register_forward_hook(lambda *a: None)  # observing forces the explicit path
-    explicit = attn(x, x, mask, pos, pos)
-    with_hook.remove()
+    mask, pos = self_attention_mask_with_an_empty_row(), torch.arange(5)
+    fused, explicit = fused_and_explicit(attn, x, x, mask, pos, pos)
     assert torch.allclose(fused, explicit, atol=1e-5)
     assert torch.isfinite(fused).all()
 

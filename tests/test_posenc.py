@@ -18,6 +18,8 @@ from attnlab.posenc.rope import RotaryEmbedding
 from attnlab.posenc.t5_bias import T5RelativeBias, relative_position_bucket
 from attnlab.train import CONF_DIR
 
+from conftest import fused_and_explicit
+
 POSENC_FILES = sorted((Path(CONF_DIR) / "posenc").glob("*.yaml"))
 NAMES = [p.stem for p in POSENC_FILES]
 SITES = ["encoder", "decoder", "cross"]
@@ -65,10 +67,7 @@ def site_inputs(site: str):
 def test_every_encoding_gives_the_same_attention_on_the_fused_and_explicit_paths(name, num_kv_heads, site):
     attn = make_attention(name, site, num_kv_heads)
     x_q, x_kv, mask, q_pos, k_pos = site_inputs(site)
-    fused = attn(x_q, x_kv, mask, q_pos, k_pos)
-    hook = attn.probs.register_forward_hook(lambda *a: None)  # observing forces the explicit path
-    explicit = attn(x_q, x_kv, mask, q_pos, k_pos)
-    hook.remove()
+    fused, explicit = fused_and_explicit(attn, x_q, x_kv, mask, q_pos, k_pos)
     assert torch.isfinite(fused).all()
     assert torch.allclose(fused, explicit, atol=1e-5)
 

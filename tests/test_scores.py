@@ -13,7 +13,6 @@ from hydra.utils import instantiate
 from omegaconf import OmegaConf
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from attnlab.attention.masks import causal_mask, combine, padding_mask
 from attnlab.attention.multi_head import MultiHeadAttention
 from attnlab.attention.scores.additive import AdditiveScore, AdditiveScores
 from attnlab.attention.scores.cosine import CosineScore
@@ -23,6 +22,8 @@ from attnlab.attention.scores.general import GeneralScore
 from attnlab.attention.scores.scaled_dot import ScaledDotScore
 from attnlab.posenc.base import PositionalEncoding
 from attnlab.train import CONF_DIR
+
+from conftest import fused_and_explicit, self_attention_mask_with_an_empty_row
 
 SCORE_FILES = sorted((Path(CONF_DIR) / "attention" / "score").glob("*.yaml"))
 IDS = [p.stem for p in SCORE_FILES]
@@ -86,17 +87,8 @@ def test_every_fused_form_agrees_with_its_explicit_path_through_attention(path, 
         num_kv_heads=num_kv_heads,
     ).eval()
     x = torch.randn(2, 5, d_model)
-    mask = combine(
-        padding_mask(torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]]), 0),
-        causal_mask(torch.arange(5), torch.arange(5)),
-    )
-    mask = mask.expand(2, 1, 5, 5).clone()
-    mask[0, 0, 2] = False  # a query row with nothing to attend to
-    pos = torch.arange(5)
-    fused = attn(x, x, mask, pos, pos)
-    hook = attn.probs.register_forward_hook(lambda *a: None)  # observing forces the explicit path
-    explicit = attn(x, x, mask, pos, pos)
-    hook.remove()
+    mask, pos = self_attention_mask_with_an_empty_row(), torch.arange(5)
+    fused, explicit = fused_and_explicit(attn, x, x, mask, pos, pos)
     assert torch.isfinite(fused).all()
     assert torch.allclose(fused, explicit, atol=1e-5), (fused - explicit).abs().max()
 

@@ -7,6 +7,8 @@ from attnlab.attention.multi_head import MultiHeadAttention
 from attnlab.attention.scores.scaled_dot import ScaledDotScore
 from attnlab.posenc.shaw import ShawRelative
 
+from conftest import fused_and_explicit
+
 
 def test_relative_key_terms_match_a_hand_computed_case():
     shaw = ShawRelative(4, 1, 2, clip=1, values=False)
@@ -52,10 +54,7 @@ def test_keys_only_runs_fused_and_agrees_with_the_explicit_path():
     ).eval()
     assert not attn.posenc.needs_probs
     x, pos = torch.randn(2, 6, 8), torch.arange(6)
-    fused = attn(x, x, None, pos, pos)
-    handle = attn.probs.register_forward_hook(lambda *a: None)
-    explicit = attn(x, x, None, pos, pos)
-    handle.remove()
+    fused, explicit = fused_and_explicit(attn, x, x, None, pos, pos)
     assert torch.allclose(fused, explicit, atol=1e-5)
 
 
