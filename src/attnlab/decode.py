@@ -1,15 +1,46 @@
-"""Greedy decoding: y_t = argmax_v p(v | y_<t, x), batched, until <eos> or the length limit.
+"""Greedy decoding, y_t = argmax_v p(v | y_<t, x), and beam search ranked by
+log p(Y | x) / lp(Y),  lp(Y) = ((5 + |Y|) / 6)^α  (Wu et al., 2016, GNMT), batched, with a key/value cache.
 
-The limit is ``max_len_ratio * source length + max_len_offset`` per sentence. This version re-runs
-the decoder over the whole prefix at each step; the key/value cache and beam search come with the
-real-data issue and must give the same tokens.
+Shape letters: b batch (sentences), k beam size, s source length, t output length so far, V vocabulary.
+
+The limit is ``max_len_ratio * source length + max_len_offset`` per sentence; a sentence still open at
+its limit gets <eos> there. Outputs are (b, t) ids without <bos>, padded after <eos>. ``use_cache``
+feeds the decoder one token per step (attnlab.model.cache); False re-runs it over the whole prefix,
+which is slower and gives the same tokens. Beam search keeps the k best open hypotheses; a hypothesis
+ending in <eos> among the k best candidates of a step is finished, and a sentence is done once k are
+finished (or at its limit); the best finished one by length-penalised score is returned. Beam size 1 is
+greedy decoding.
 """
 
 from __future__ import annotations
 
 import torch
 
+from attnlab.model.cache import DecoderCache
 from attnlab.model.transformer import Seq2Seq
+
+
+def gnmt_length_penalty(length: int, alpha: float) -> float:
+    """lp(Y) = ((5 + |Y|) / 6)^α for a hypothesis of |Y| tokens (counting <eos>); α = 0 gives 1."""
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+def _limits(src: torch.Tensor, pad_id: int, max_len_ratio: float, max_len_offset: int) -> torch.Tensor:
+    src_len = (src != pad_id).sum(1)  # (b,)
+    return (src_len.float() * max_len_ratio).long() + max_len_offset  # (b,)
+
+
+def _next_logits(
+    model: Seq2Seq,
+    ys: torch.Tensor,
+    memory: torch.Tensor,
+    src_mask: torch.Tensor | None,
+    cache: DecoderCache | None,
+) -> torch.Tensor:
+    """Logits (b, V) of the token after ys (b, t); with a cache only ys' last token is fed."""
+    if cache is None:
+        return model.generator(model.decoder(ys, memory, src_mask)[:, -1])  # (b, V)
+    return model.generator(model.decoder(ys[:, -1:], memory, src_mask, cache)[:, -1])  # (b, V)
 
 
 @torch.no_grad()
@@ -21,16 +52,16 @@ def greedy_decode(
     pad_id: int,
     max_len_ratio: float = 1.5,
     max_len_offset: int = 10,
+    use_cache: bool = True,
 ) -> torch.Tensor:
     """src (b, s) -> output ids (b, t) without <bos>; finished rows are padded after <eos>."""
     memory, src_mask = model.encoder(src)  # (b, s, m), (b, 1, 1, s)
-    src_len = (src != pad_id).sum(1)  # (b,)
-    limit = (src_len.float() * max_len_ratio).long() + max_len_offset  # (b,)
+    limit = _limits(src, pad_id, max_len_ratio, max_len_offset)  # (b,)
+    cache = DecoderCache(len(model.decoder.layers)) if use_cache else None
     ys = torch.full((src.size(0), 1), bos_id, dtype=torch.long, device=src.device)  # (b, 1)
     done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)  # (b,)
     for step in range(int(limit.max())):
-        logits = model.generator(model.decoder(ys, memory, src_mask)[:, -1])  # (b, V)
-        nxt = logits.argmax(-1)  # (b,)
+        nxt = _next_logits(model, ys, memory, src_mask, cache).argmax(-1)  # (b,)
         nxt = torch.where(done, torch.full_like(nxt, pad_id), nxt)
         nxt = torch.where(~done & (step + 1 >= limit), torch.full_like(nxt, eos_id), nxt)
         ys = torch.cat([ys, nxt[:, None]], dim=1)  # (b, t + 1)
@@ -38,3 +69,82 @@ def greedy_decode(
         if done.all():
             break
     return ys[:, 1:]
+
+
+@torch.no_grad()
+def beam_search(
+    model: Seq2Seq,
+    src: torch.Tensor,
+    bos_id: int,
+    eos_id: int,
+    pad_id: int,
+    beam_size: int = 4,
+    length_penalty: float = 0.6,
+    max_len_ratio: float = 1.5,
+    max_len_offset: int = 10,
+    use_cache: bool = True,
+) -> torch.Tensor:
+    """src (b, s) -> the best hypothesis per sentence (b, t) without <bos>, padded after <eos>.
+
+    Args:
+        beam_size: open hypotheses kept per sentence (k ≥ 1); 1 gives greedy decoding's tokens.
+        length_penalty: α of the GNMT length penalty; 0 ranks by total log-probability.
+    """
+    if beam_size < 1:
+        raise ValueError(f"decode.beam_size must be at least 1, got {beam_size}")
+    k, (b, _) = beam_size, src.shape
+    device = src.device
+    memory, src_mask = model.encoder(src)  # (b, s, m), (b, 1, 1, s)
+    memory = memory.repeat_interleave(k, dim=0)  # (b k, s, m)
+    if src_mask is not None:
+        src_mask = src_mask.repeat_interleave(k, dim=0)  # (b k, 1, 1, s)
+    limit = _limits(src, pad_id, max_len_ratio, max_len_offset)  # (b,)
+    max_steps = int(limit.max())
+    cache = DecoderCache(len(model.decoder.layers)) if use_cache else None
+    ys = torch.full((b * k, 1), bos_id, dtype=torch.long, device=device)  # (b k, 1)
+    scores = torch.full((b, k), float("-inf"), device=device)  # (b, k) total log-probabilities
+    scores[:, 0] = 0.0  # one open hypothesis (<bos>) per sentence to start
+    best = torch.full((b, max_steps), pad_id, dtype=torch.long, device=device)  # (b, t_max)
+    best_score = torch.full((b,), float("-inf"), device=device)  # (b,)
+    best_len = torch.zeros(b, dtype=torch.long, device=device)  # (b,)
+    finished = torch.zeros(b, dtype=torch.long, device=device)  # (b,)
+    done = torch.zeros(b, dtype=torch.bool, device=device)  # (b,)
+    base = (torch.arange(b, device=device) * k)[:, None]  # (b, 1) first row of each sentence
+    for step in range(max_steps):
+        logp = _next_logits(model, ys, memory, src_mask, cache).float().log_softmax(-1)  # (b k, V)
+        vocab = logp.size(-1)
+        at_limit = step + 1 >= limit  # (b,)
+        not_eos = torch.arange(vocab, device=device) != eos_id  # (V,)
+        logp = logp.masked_fill(at_limit.repeat_interleave(k)[:, None] & not_eos, float("-inf"))  # only <eos>
+        cand = (scores[:, :, None] + logp.view(b, k, vocab)).view(b, k * vocab)  # (b, k V)
+        top, idx = cand.topk(min(2 * k, k * vocab), dim=1)  # (b, 2k)
+        beam, token = idx // vocab, idx % vocab  # (b, 2k)
+        is_eos = token == eos_id  # (b, 2k)
+
+        # finish the hypotheses that end in <eos> among the k best candidates
+        fin = is_eos[:, :k] & torch.isfinite(top[:, :k]) & ~done[:, None]  # (b, k)
+        norm = top[:, :k] / gnmt_length_penalty(step + 1, length_penalty)  # (b, k)
+        norm = norm.masked_fill(~fin, float("-inf"))  # (b, k)
+        cand_best, cand_at = norm.max(1)  # (b,), (b,)
+        better = cand_best > best_score  # (b,)
+        if better.any():
+            rows = (base[:, 0] + beam.gather(1, cand_at[:, None])[:, 0])[better]  # (n,)
+            best[better, :step] = ys[rows, 1:]
+            best[better, step] = eos_id
+            best[better, step + 1 :] = pad_id
+            best_score = torch.where(better, cand_best, best_score)
+            best_len = torch.where(better, torch.full_like(best_len, step + 1), best_len)
+        finished += fin.sum(1)
+        done |= (finished >= k) | at_limit
+        if done.all():
+            break
+
+        # the k best candidates not ending in <eos> stay open
+        order = torch.sort(is_eos.long(), dim=1, stable=True).indices[:, :k]  # (b, k)
+        scores = top.gather(1, order)  # (b, k)
+        scores = scores.masked_fill(done[:, None], float("-inf"))  # (b, k)
+        rows = (base + beam.gather(1, order)).view(-1)  # (b k,)
+        ys = torch.cat([ys.index_select(0, rows), token.gather(1, order).view(-1, 1)], dim=1)  # (b k, t + 1)
+        if cache is not None:
+            cache.reorder_beams(rows)
+    return best[:, : int(best_len.max())]

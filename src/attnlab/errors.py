@@ -35,3 +35,41 @@ def one_line(err: BaseException) -> str:
     lines = [ln for ln in lines if not ln.startswith(("full_key:", "object_type=", "Set the environment"))]
     text = "; ".join(lines) or type(err).__name__
     return text if isinstance(err, ValueError) else f"{type(err).__name__}: {text}"
+
+
+_TRACEBACK = "ATTNLAB_TRACEBACK"
+
+
+def exit_with_error(prog: str, err: Exception) -> None:
+    """From inside a Hydra job: print ``<prog>: error: …`` and exit 2 (re-raise to show a traceback).
+
+    Exiting here rather than raising keeps Hydra from adding its own "Error executing job" line.
+    """
+    import os
+    import sys
+
+    if os.environ.get(_TRACEBACK) == "1":
+        raise err
+    print(f"{prog}: error: {one_line(err)}", file=sys.stderr)
+    sys.exit(2)
+
+
+def run_cli(hydra_main, prog: str) -> None:
+    """Runs a ``@hydra.main`` function; any error becomes one line ``<prog>: error: …`` and exit 2.
+
+    ``HYDRA_FULL_ERROR=1`` in the caller's environment shows the full traceback instead.
+    """
+    import os
+    import sys
+
+    show_traceback = os.environ.get("HYDRA_FULL_ERROR") == "1"
+    if show_traceback:
+        os.environ[_TRACEBACK] = "1"
+    os.environ["HYDRA_FULL_ERROR"] = "1"  # let errors reach us instead of Hydra's multi-line printer
+    try:
+        hydra_main()
+    except Exception as err:
+        if show_traceback:
+            raise
+        print(f"{prog}: error: {one_line(err)}", file=sys.stderr)
+        sys.exit(2)

@@ -1,4 +1,4 @@
-"""TranslationTask: label-smoothed cross-entropy, Adam with inverse-sqrt warm-up, greedy evaluation.
+"""TranslationTask: label-smoothed cross-entropy, Adam with inverse-sqrt warm-up, greedy or beam evaluation.
 
 Metrics (``stage/name``): ``train/loss``, ``train/lr``; ``val/loss`` and ``val/ppl`` (token-level NLL
 without smoothing), ``val/bleu``, ``val/chrf``; at test, ``<split>/bleu`` and ``<split>/chrf`` for every
@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from sacrebleu.metrics import BLEU, CHRF
 
-from attnlab.decode import greedy_decode
+from attnlab.decode import beam_search, greedy_decode
 from attnlab.model.transformer import Seq2Seq
 
 
@@ -46,6 +46,10 @@ class TranslationTask(L.LightningModule):
         betas, eps, weight_decay: Adam(W) settings.
         label_smoothing: epsilon of label-smoothed cross-entropy.
         max_len_ratio, max_len_offset: decoding limit per sentence (ratio x source length + offset).
+        strategy: ``"greedy"`` or ``"beam"`` (beam search with the GNMT length penalty).
+        beam_size: hypotheses kept per sentence by beam search.
+        length_penalty: α of the length penalty ((5 + |Y|) / 6)^α; 0 = none.
+        use_cache: decode with the key/value cache (same tokens, faster).
     """
 
     def __init__(
@@ -61,12 +65,20 @@ class TranslationTask(L.LightningModule):
         label_smoothing: float = 0.1,
         max_len_ratio: float = 1.5,
         max_len_offset: int = 10,
+        strategy: str = "greedy",
+        beam_size: int = 4,
+        length_penalty: float = 0.6,
+        use_cache: bool = True,
     ):
         super().__init__()
         if lr <= 0 or warmup_steps <= 0:
             raise ValueError(f"optim.lr ({lr}) and optim.warmup_steps ({warmup_steps}) must be positive")
         if not 0.0 <= label_smoothing < 1.0:
             raise ValueError(f"optim.label_smoothing must be in [0, 1), got {label_smoothing}")
+        if strategy not in ("greedy", "beam"):
+            raise ValueError(f"decode.strategy must be 'greedy' or 'beam', got '{strategy}'")
+        if beam_size < 1:
+            raise ValueError(f"decode.beam_size must be at least 1, got {beam_size}")
         self.model, self.tokenizer, self.eval_splits = model, tokenizer, list(eval_splits)
         self.save_hyperparameters(ignore=["model", "tokenizer"])
         self.bleu, self.chrf = BLEU(), CHRF()
@@ -100,15 +112,17 @@ class TranslationTask(L.LightningModule):
         return loss
 
     def _decode(self, batch: dict, split: str, with_loss: bool) -> None:
-        out = greedy_decode(
-            self.model,
-            batch["src"],
-            self.tokenizer.bos_id,
-            self.tokenizer.eos_id,
-            self.tokenizer.pad_id,
-            self.hparams.max_len_ratio,
-            self.hparams.max_len_offset,
+        hp, tok = self.hparams, self.tokenizer
+        ids = (batch["src"], tok.bos_id, tok.eos_id, tok.pad_id)
+        limits = dict(
+            max_len_ratio=hp.max_len_ratio, max_len_offset=hp.max_len_offset, use_cache=hp.use_cache
         )
+        if hp.strategy == "beam":
+            out = beam_search(
+                self.model, *ids, beam_size=hp.beam_size, length_penalty=hp.length_penalty, **limits
+            )
+        else:
+            out = greedy_decode(self.model, *ids, **limits)
         acc = self._eval.setdefault(split, {"index": [], "hyp": [], "ref": [], "nll": 0.0, "tokens": 0})
         acc["index"] += batch["index"].tolist()
         acc["hyp"] += [self.tokenizer.decode(row.tolist()) for row in out]

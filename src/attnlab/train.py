@@ -10,7 +10,6 @@ offline wandb run in ``wandb/``. Bad configuration stops before training with a 
 from __future__ import annotations
 
 import logging
-import os
 import resource
 import sys
 import time
@@ -24,7 +23,7 @@ from hydra.types import RunMode
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from attnlab.errors import one_line
+from attnlab.errors import one_line, run_cli
 from attnlab.loggers import finish_wandb
 from attnlab.results import write_results
 
@@ -87,7 +86,11 @@ def train(cfg: DictConfig, run_dir: Path, choices: dict[str, str]) -> tuple[dict
     corpus = instantiate(cfg.data.corpus)
     train_pairs = corpus.splits["train"]
     tokenizer = instantiate(cfg.data.tokenizer)([p.src for p in train_pairs] + [p.tgt for p in train_pairs])
-    data = TranslationDataModule(corpus, tokenizer, cfg.data.batch_size, cfg.data.eval_batch_size)
+    tokenizer.save(run_dir / "tokenizer")  # for later evaluation: attnlab.data.tokenizer.load_tokenizer
+    max_tokens = cfg.data.get("max_tokens")
+    data = TranslationDataModule(
+        corpus, tokenizer, cfg.data.batch_size, cfg.data.eval_batch_size, max_tokens, seed=cfg.seed
+    )
     model = build_model(cfg, tokenizer.vocab_size, tokenizer.pad_id)
     hparams = {**OmegaConf.to_container(cfg.optim, resolve=True), **OmegaConf.to_container(cfg.decode)}
     task = TranslationTask(model, tokenizer, corpus.eval_splits, **hparams)
@@ -146,6 +149,7 @@ def train(cfg: DictConfig, run_dir: Path, choices: dict[str, str]) -> tuple[dict
             "wall_s": wall,
         }
     )
+    metrics["train/padding_fraction"] = data.train_padding_fraction
     if throughput.tokens_per_s is not None:
         metrics["train/tokens_per_s"] = throughput.tokens_per_s
     if logger:
@@ -161,7 +165,10 @@ def report(metrics: dict[str, float], run_dir: Path) -> None:
         "test_long/chrf",
         "val/bleu",
         "val/loss",
+        "test/aer",
+        "test/entropy/cross",
         "train/tokens_per_s",
+        "train/padding_fraction",
         "params",
         "peak_mem_mb",
         "wall_s",
@@ -210,16 +217,8 @@ def main(cfg: DictConfig) -> float | None:
 
 
 def cli() -> None:
-    """Console entry point: Hydra's own errors and ours become one line on stderr, exit status 1/2."""
-    show_traceback = os.environ.get("HYDRA_FULL_ERROR") == "1"
-    os.environ["HYDRA_FULL_ERROR"] = "1"  # let errors reach us instead of Hydra's multi-line printer
-    try:
-        main()
-    except Exception as err:
-        if show_traceback:
-            raise
-        print(f"attnlab-train: error: {one_line(err)}", file=sys.stderr)
-        sys.exit(2)
+    """Console entry point ``attnlab-train``: errors become one line on stderr (exit 1 or 2)."""
+    run_cli(main, "attnlab-train")
 
 
 if __name__ == "__main__":

@@ -13,9 +13,15 @@ Two paths that agree numerically (tested):
 The gate ``head_gate`` (all ones, not trained) scales each head's output: zero removes a head, and the
 gradient of the loss with respect to it measures the head's importance (Michel et al., 2019).
 ``projections=False`` gives the textbook "simplified attention" Q = K = V = X, with no projections.
+
+Incremental decoding hands ``forward`` a ``KVCache`` (attnlab.model.cache): ``x_kv`` then holds only
+the new tokens, ``k_pos`` every key position so far; the new keys are rotated at the last positions of
+``k_pos`` and appended (self-attention), or the source's keys are projected once and reused (cross).
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
@@ -23,6 +29,9 @@ from torch import nn
 
 from attnlab.attention.probs import AttentionProbs
 from attnlab.posenc.base import PositionalEncoding
+
+if TYPE_CHECKING:
+    from attnlab.model.cache import KVCache
 
 SITES = ("encoder", "decoder", "cross")
 
@@ -111,12 +120,26 @@ class MultiHeadAttention(nn.Module):
         mask: torch.Tensor | None,
         q_pos: torch.Tensor,
         k_pos: torch.Tensor,
+        cache: KVCache | None = None,
     ) -> torch.Tensor:
-        """x_q (b, t_q, d_model), x_kv (b, t_k, d_model), mask (b|1, 1, t_q, t_k) -> (b, t_q, d_model)."""
+        """x_q (b, t_q, d_model), x_kv (b, t_k, d_model), mask (b|1, 1, t_q, t_k) -> (b, t_q, d_model).
+
+        With a ``cache``, ``x_kv`` holds the new keys' inputs only (b, t_new, d_model) and ``k_pos`` all
+        t_k key positions; the keys and values attended to are the cache's after the update.
+        """
         q = self._split(self.q_proj(x_q), self.num_heads)  # (b, h, t_q, d)
-        k = self._split(self.k_proj(x_kv), self.num_kv_heads)  # (b, h_kv, t_k, d)
-        v = self._split(self.v_proj(x_kv), self.num_kv_heads)  # (b, h_kv, t_k, d)
-        q, k = self.posenc.rotate(q, k, q_pos, k_pos, self.site)
+        if cache is None:
+            k = self._split(self.k_proj(x_kv), self.num_kv_heads)  # (b, h_kv, t_k, d)
+            v = self._split(self.v_proj(x_kv), self.num_kv_heads)  # (b, h_kv, t_k, d)
+            q, k = self.posenc.rotate(q, k, q_pos, k_pos, self.site)
+        elif cache.ready:  # the source's keys and values, projected on the first step
+            k, v = cache.k, cache.v  # (b, h_kv, t_k, d)
+            q, _ = self.posenc.rotate(q, k[:, :, :0], q_pos, k_pos[:0], self.site)  # q only
+        else:
+            k = self._split(self.k_proj(x_kv), self.num_kv_heads)  # (b, h_kv, t_new, d)
+            v = self._split(self.v_proj(x_kv), self.num_kv_heads)  # (b, h_kv, t_new, d)
+            q, k = self.posenc.rotate(q, k, q_pos, k_pos[k_pos.size(0) - k.size(2) :], self.site)
+            k, v = cache.update(k, v)  # (b, h_kv, t_k, d)
         if self.num_kv_heads != self.num_heads:
             group = self.num_heads // self.num_kv_heads
             k = k.repeat_interleave(group, dim=1)  # (b, h, t_k, d)

@@ -1,7 +1,9 @@
 """A parallel corpus: named splits of (source, target) sentence pairs, with optional gold alignments.
 
-Sources: the embedded synthetic task (``attnlab.data.synthetic.generate``); hub datasets and local
-files come with the real-data issue and return the same ``Corpus``.
+Sources: the embedded synthetic task (``attnlab.data.synthetic.generate``), HuggingFace hub datasets
+(``attnlab.data.hub.load_hub``) and local files (``attnlab.data.files.load_files``); all return a
+``Corpus``. Real text is cleaned by ``clean`` (strip, collapse runs of whitespace, non-breaking spaces
+included) and paired by ``make_pairs``, which checks that both sides have the same length.
 """
 
 from __future__ import annotations
@@ -36,3 +38,26 @@ class Corpus:
     def eval_splits(self) -> list[str]:
         """Splits scored at test time, in a fixed order."""
         return [s for s in ("test", "test_long") if self.splits.get(s)]
+
+
+def clean(text: str | None) -> str:
+    """Strips a sentence and collapses every run of whitespace (non-breaking spaces too) to one space."""
+    return " ".join((text or "").split())
+
+
+def make_pairs(src: list[str], tgt: list[str], where: str, what: str = "lines") -> list[Pair]:
+    """Cleans and pairs two parallel sides; drops pairs empty on both sides; raises if none remain.
+
+    Args:
+        src, tgt: source and target sentences, item N of ``src`` translating item N of ``tgt``.
+        where: names the data in error messages, e.g. ``"data.corpus.train_src (train.en)"``.
+        what: what the items are called in error messages (``lines``, ``rows``).
+    """
+    if len(src) != len(tgt):
+        raise ValueError(
+            f"{where}: source has {len(src)} {what} but target has {len(tgt)}; they must be equal"
+        )
+    pairs = [Pair(s, t) for s, t in zip(map(clean, src), map(clean, tgt)) if s or t]
+    if not pairs:
+        raise ValueError(f"{where}: no sentence pairs (the split is empty)")
+    return pairs

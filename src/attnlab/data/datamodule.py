@@ -2,7 +2,8 @@
 
 Every example is ``src + [<eos>]`` and ``[<bos>] + tgt + [<eos>]``; a batch pads both to its longest
 member and keeps the reference text and example index, so decoded output can be scored and written
-in corpus order.
+in corpus order. Training batches hold either ``batch_size`` random sentences or, with ``max_tokens``,
+length-bucketed sentences up to a token budget (``attnlab.data.batching``), which pads far less.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import lightning as L
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from attnlab.data.batching import TokenBudgetBatchSampler, fixed_size_batches, padding_fraction
 from attnlab.data.corpus import Corpus
 
 
@@ -48,11 +50,22 @@ class TranslationDataModule(L.LightningDataModule):
     Args:
         corpus: the parallel corpus.
         tokenizer: maps text to ids and back (``encode``/``decode``, ``pad_id``, ...).
-        batch_size: training sentences per batch.
+        batch_size: training sentences per batch (when ``max_tokens`` is null).
         eval_batch_size: sentences per batch when decoding.
+        max_tokens: token budget of a training batch, batch size × its longest example (source or
+            target, specials included); null = ``batch_size`` random sentences per batch.
+        seed: seeds the token-budget batches (null = torch's current seed, set by ``seed_everything``).
     """
 
-    def __init__(self, corpus: Corpus, tokenizer, batch_size: int, eval_batch_size: int):
+    def __init__(
+        self,
+        corpus: Corpus,
+        tokenizer,
+        batch_size: int,
+        eval_batch_size: int,
+        max_tokens: int | None = None,
+        seed: int | None = None,
+    ):
         super().__init__()
         for key, value in dict(batch_size=batch_size, eval_batch_size=eval_batch_size).items():
             if value <= 0:
@@ -61,8 +74,26 @@ class TranslationDataModule(L.LightningDataModule):
         self.batch_size, self.eval_batch_size = batch_size, eval_batch_size
         self.collate = Collate(tokenizer.pad_id)
         self.splits = {name: EncodedSplit(pairs, tokenizer) for name, pairs in corpus.splits.items()}
+        self.seed = torch.initial_seed() if seed is None else seed
+        train = self.splits["train"]
+        self.train_lengths = ([len(s) for s in train.src], [len(t) for t in train.tgt])
+        self.batch_sampler = None
+        if max_tokens is not None:
+            lengths = [max(s, t) for s, t in zip(*self.train_lengths)]
+            self.batch_sampler = TokenBudgetBatchSampler(lengths, max_tokens, seed=self.seed)
+
+    @property
+    def train_padding_fraction(self) -> float:
+        """Share of padded token slots (source and target) in one epoch of training batches."""
+        if self.batch_sampler is not None:
+            batches = self.batch_sampler.batches(self.batch_sampler.epoch)
+        else:  # a seeded stand-in for the DataLoader's random batches: the same expected padding
+            batches = fixed_size_batches(len(self.splits["train"]), self.batch_size, self.seed)
+        return padding_fraction(batches, *self.train_lengths)
 
     def train_dataloader(self) -> DataLoader:
+        if self.batch_sampler is not None:
+            return DataLoader(self.splits["train"], batch_sampler=self.batch_sampler, collate_fn=self.collate)
         return DataLoader(
             self.splits["train"],
             batch_size=self.batch_size,

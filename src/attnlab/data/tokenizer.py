@@ -1,16 +1,19 @@
 """Word-level tokenizer with a joint source/target vocabulary, built from the training split.
 
 Used for the synthetic corpus, whose words are its tokens (so token positions are word positions and
-gold alignments apply directly). SentencePiece for real data arrives with the real-data issue and
-offers the same interface: ``encode``, ``decode``, ``pad_id``/``bos_id``/``eos_id``, ``vocab_size``.
+gold alignments apply directly). ``attnlab.data.sentencepiece.SentencePieceTokenizer`` (real data)
+offers the same interface: ``encode``, ``decode``, ``tokens``, ``pad_id``/``bos_id``/``eos_id``/``unk_id``,
+``vocab_size``, ``save``/``load``; ``load_tokenizer`` reads either back from a run directory.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from pathlib import Path
 
 SPECIALS = ("<pad>", "<bos>", "<eos>", "<unk>")
+VOCAB_FILE = "vocab.txt"
 
 
 class WordTokenizer:
@@ -51,3 +54,27 @@ class WordTokenizer:
             if i not in (self.pad_id, self.bos_id):
                 words.append(self.vocab[i])
         return " ".join(words)
+
+    def save(self, directory: str | Path) -> Path:
+        """Writes ``vocab.txt`` (one token per line, in id order) into ``directory``; returns it."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / VOCAB_FILE).write_text("".join(w + "\n" for w in self.vocab), encoding="utf-8")
+        return directory
+
+    @classmethod
+    def load(cls, directory: str | Path) -> WordTokenizer:
+        """The tokenizer that ``save`` wrote into ``directory``."""
+        path = Path(directory) / VOCAB_FILE
+        if not path.is_file():
+            raise ValueError(f"no word vocabulary in {directory} (expected {path.name})")
+        return cls(path.read_text(encoding="utf-8").split("\n")[:-1])
+
+
+def load_tokenizer(directory: str | Path):
+    """The tokenizer saved in ``directory`` (e.g. ``<run dir>/tokenizer``), whichever kind it is."""
+    from attnlab.data.sentencepiece import MODEL_FILE, SentencePieceTokenizer
+
+    if (Path(directory) / MODEL_FILE).is_file():
+        return SentencePieceTokenizer.load(directory)
+    return WordTokenizer.load(directory)

@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from attnlab.attention.multi_head import MultiHeadAttention
+from attnlab.model.cache import KVCache
 
 
 class FeedForward(nn.Module):
@@ -76,8 +77,16 @@ class DecoderLayer(nn.Module):
         cross_mask: torch.Tensor | None,
         tgt_pos: torch.Tensor,
         src_pos: torch.Tensor,
+        cache: tuple[KVCache, KVCache] | None = None,
+        key_pos: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """y (b, t, m), memory (b, s, m) -> (b, t, m)."""
-        y = self.self_res(y, lambda h: self.self_attn(h, h, self_mask, tgt_pos, tgt_pos))
-        y = self.cross_res(y, lambda h: self.cross_attn(h, memory, cross_mask, tgt_pos, src_pos))
+        """y (b, t, m), memory (b, s, m) -> (b, t, m).
+
+        Incremental decoding passes this layer's (self, cross) ``cache`` and the self-attention
+        ``key_pos`` (every position so far); ``y`` and ``tgt_pos`` then cover the new tokens only.
+        """
+        self_cache, cross_cache = (None, None) if cache is None else cache
+        key_pos = tgt_pos if key_pos is None else key_pos
+        y = self.self_res(y, lambda h: self.self_attn(h, h, self_mask, tgt_pos, key_pos, self_cache))
+        y = self.cross_res(y, lambda h: self.cross_attn(h, memory, cross_mask, tgt_pos, src_pos, cross_cache))
         return self.ffn_res(y, self.ffn)

@@ -4,7 +4,8 @@ Shape letters: b batch, s source length, t target length, m d_model, V vocabular
 ``build_transformer`` wires the parts: each attention site gets the configured score (or scaled dot
 where the score is restricted to other sites) and structural mask pattern (or none); each stack gets
 its own positional encoding instance, the decoder's also serving cross-attention. ``pad_id=None`` in
-``Encoder``/``Decoder`` means padded keys are not masked.
+``Encoder``/``Decoder`` means padded keys are not masked. ``Decoder`` also runs one step at a time
+with a ``DecoderCache`` (incremental decoding, see attnlab.model.cache).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from attnlab.attention.masks import causal_mask, combine, padding_mask
 from attnlab.attention.multi_head import SITES, MultiHeadAttention, resolve_head_dim
 from attnlab.attention.patterns.full import FullPattern
 from attnlab.attention.scores.scaled_dot import ScaledDotScore
+from attnlab.model.cache import DecoderCache
 from attnlab.model.layers import DecoderLayer, EncoderLayer, FeedForward
 from attnlab.posenc.base import PositionalEncoding
 
@@ -71,21 +73,38 @@ class Decoder(nn.Module):
         self.norm = nn.LayerNorm(embed.embedding_dim) if final_norm else nn.Identity()
 
     def forward(
-        self, tgt: torch.Tensor, memory: torch.Tensor, src_key_mask: torch.Tensor | None
+        self,
+        tgt: torch.Tensor,
+        memory: torch.Tensor,
+        src_key_mask: torch.Tensor | None,
+        cache: DecoderCache | None = None,
     ) -> torch.Tensor:
-        """tgt (b, t) ids (starting with <bos>), memory (b, s, m) -> hidden states (b, t, m)."""
-        tgt_pos = torch.arange(tgt.size(1), device=tgt.device)  # (t,)
+        """tgt (b, t) ids (starting with <bos>), memory (b, s, m) -> hidden states (b, t, m).
+
+        With a ``cache`` (``DecoderCache(len(decoder.layers))``, empty at the first step), ``tgt`` holds
+        only the new tokens (b, t_new), placed after the cached ones; returns their states (b, t_new, m)
+        and extends the cache. Feeding a sentence in pieces gives the states of feeding it whole.
+        """
+        if cache is None:
+            tgt_pos = torch.arange(tgt.size(1), device=tgt.device)  # (t,)
+            keys, key_pos = tgt, tgt_pos
+        else:
+            start = cache.length
+            tgt_pos = torch.arange(start, start + tgt.size(1), device=tgt.device)  # (t_new,)
+            keys = cache.append(tgt)  # (b, t)
+            key_pos = torch.arange(keys.size(1), device=tgt.device)  # (t,)
         src_pos = torch.arange(memory.size(1), device=memory.device)  # (s,)
         self_mask = combine(
-            padding_mask(tgt, self.pad_id),
-            causal_mask(tgt_pos, tgt_pos),
-            self.self_pattern(tgt_pos, tgt_pos, causal=True),
-        )  # (b, 1, t, t)
+            padding_mask(keys, self.pad_id),
+            causal_mask(tgt_pos, key_pos),
+            self.self_pattern(tgt_pos, key_pos, causal=True),
+        )  # (b, 1, t_new, t)
         cross_mask = combine(src_key_mask, self.cross_pattern(tgt_pos, src_pos, causal=False))
-        y = self.embed(tgt) * math.sqrt(self.embed.embedding_dim)  # (b, t, m)
+        y = self.embed(tgt) * math.sqrt(self.embed.embedding_dim)  # (b, t_new, m)
         y = self.dropout(self.posenc.embed(y, tgt_pos))
-        for layer in self.layers:
-            y = layer(y, memory, self_mask, cross_mask, tgt_pos, src_pos)
+        for i, layer in enumerate(self.layers):
+            layer_cache = None if cache is None else cache.layers[i]
+            y = layer(y, memory, self_mask, cross_mask, tgt_pos, src_pos, layer_cache, key_pos)
         return self.norm(y)
 
 

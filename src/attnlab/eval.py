@@ -1,0 +1,159 @@
+"""``attnlab-eval``: translate a split or a file with a checkpoint and score it with sacreBLEU.
+
+    attnlab-eval ckpt=outputs/2026-11-21/10-00-00/checkpoints/best.ckpt                # its test split
+    attnlab-eval ckpt=… split=test_long decode.strategy=beam decode.beam_size=5
+    attnlab-eval ckpt=… data=multi30k split=test                                      # another corpus
+    attnlab-eval ckpt=… input=src.txt ref=ref.txt output=eval/mine
+
+The run directory of the checkpoint (``<run dir>/checkpoints/<name>.ckpt``) supplies the model
+config (``.hydra/config.yaml``) and the tokenizer (``tokenizer/``). Writes ``hyp.txt`` (detokenised, in
+input order) and ``scores.json`` (BLEU, chrF, their sacreBLEU signatures, decode settings).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import hydra
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from attnlab.errors import exit_with_error, run_cli
+from attnlab.train import CONF_DIR, build_model
+
+
+def load_run(ckpt: Path) -> tuple[DictConfig, object, torch.nn.Module]:
+    """(training config, tokenizer, model with the checkpoint's weights) for a checkpoint file."""
+    from attnlab.data.tokenizer import load_tokenizer
+
+    if not ckpt.is_file():
+        raise ValueError(f"ckpt={ckpt}: no such checkpoint file")
+    run_dir = ckpt.resolve().parent.parent
+    config_file = run_dir / ".hydra" / "config.yaml"
+    if not config_file.is_file():
+        raise ValueError(
+            f"ckpt={ckpt}: its run dir {run_dir} has no .hydra/config.yaml (not an attnlab run?)"
+        )
+    train_cfg = OmegaConf.load(config_file)
+    tokenizer = load_tokenizer(run_dir / "tokenizer")
+    model = build_model(train_cfg, tokenizer.vocab_size, tokenizer.pad_id)
+    state = torch.load(ckpt, map_location="cpu", weights_only=False)["state_dict"]
+    model.load_state_dict({k.removeprefix("model."): v for k, v in state.items() if k.startswith("model.")})
+    return train_cfg, tokenizer, model.eval()
+
+
+@torch.no_grad()
+def translate(model, tokenizer, sentences: list[str], decode: dict, batch_size: int) -> list[str]:
+    """Detokenised translations of ``sentences``, in order; batches are formed by source length."""
+    from attnlab.decode import beam_search, greedy_decode
+
+    if decode["strategy"] not in ("greedy", "beam"):
+        raise ValueError(f"decode.strategy must be greedy or beam, got '{decode['strategy']}'")
+    encoded = [tokenizer.encode(s) + [tokenizer.eos_id] for s in sentences]
+    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
+    out: list[str] = [""] * len(encoded)
+    limits = dict(
+        max_len_ratio=decode["max_len_ratio"],
+        max_len_offset=decode["max_len_offset"],
+        use_cache=decode.get("use_cache", True),
+    )
+    for start in range(0, len(order), batch_size):
+        rows = order[start : start + batch_size]
+        src = torch.full((len(rows), max(len(encoded[i]) for i in rows)), tokenizer.pad_id)  # (b, s)
+        for r, i in enumerate(rows):
+            src[r, : len(encoded[i])] = torch.tensor(encoded[i])
+        ids = tokenizer.bos_id, tokenizer.eos_id, tokenizer.pad_id
+        if decode["strategy"] == "beam":
+            hyp = beam_search(
+                model,
+                src,
+                *ids,
+                beam_size=decode["beam_size"],
+                length_penalty=decode["length_penalty"],
+                **limits,
+            )
+        else:
+            hyp = greedy_decode(model, src, *ids, **limits)
+        for r, i in enumerate(rows):
+            out[i] = tokenizer.decode(hyp[r].tolist())
+    return out
+
+
+def _read_lines(path: str, key: str) -> list[str]:
+    file = Path(path)
+    if not file.is_file():
+        raise ValueError(f"{key}={path}: no such file")
+    return [line.strip() for line in file.read_text(encoding="utf-8").splitlines()]
+
+
+def evaluate(cfg: DictConfig) -> dict:
+    """Runs one evaluation as configured; returns the scores written to ``scores.json``."""
+    from hydra.utils import instantiate
+    from sacrebleu.metrics import BLEU, CHRF
+
+    ckpt = Path(cfg.ckpt)
+    train_cfg, tokenizer, model = load_run(ckpt)
+    decode = {
+        **OmegaConf.to_container(train_cfg.decode),
+        **{k: v for k, v in OmegaConf.to_container(cfg.decode).items() if v is not None},
+    }
+    decode.setdefault("strategy", "greedy")
+    decode.setdefault("beam_size", 4)
+    decode.setdefault("length_penalty", 0.6)
+    if cfg.input:
+        sources, name = _read_lines(cfg.input, "input"), Path(cfg.input).stem
+        refs = _read_lines(cfg.ref, "ref") if cfg.ref else None
+        if refs is not None and len(refs) != len(sources):
+            raise ValueError(f"ref={cfg.ref} has {len(refs)} lines but input={cfg.input} has {len(sources)}")
+    else:
+        data_cfg = cfg.data if cfg.get("data") else train_cfg.data
+        corpus = instantiate(data_cfg.corpus)
+        if cfg.split not in corpus.splits or not corpus.splits[cfg.split]:
+            raise ValueError(f"split={cfg.split} is not in the corpus; choose one of {sorted(corpus.splits)}")
+        pairs = corpus.splits[cfg.split]
+        sources, refs, name = [p.src for p in pairs], [p.tgt for p in pairs], cfg.split
+    hyps = translate(model, tokenizer, sources, decode, cfg.batch_size)
+    out_dir = (
+        Path(cfg.output)
+        if cfg.output
+        else ckpt.resolve().parent.parent / "eval" / f"{name}-{decode['strategy']}"
+    )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "hyp.txt").write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
+    scores = {"ckpt": str(ckpt), "source": name, "sentences": len(hyps), "decode": decode}
+    if refs is not None:
+        bleu, chrf = BLEU(), CHRF()
+        scores.update(
+            bleu=bleu.corpus_score(hyps, [refs]).score,
+            chrf=chrf.corpus_score(hyps, [refs]).score,
+            bleu_signature=str(bleu.get_signature()),
+            chrf_signature=str(chrf.get_signature()),
+        )
+    (out_dir / "scores.json").write_text(json.dumps(scores, indent=2) + "\n")
+    scores["output"] = str(out_dir)
+    return scores
+
+
+@hydra.main(config_path=CONF_DIR, config_name="eval", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    try:
+        scores = evaluate(cfg)
+    except Exception as err:  # noqa: BLE001 - reported in one line
+        exit_with_error("attnlab-eval", err)
+    if "bleu" in scores:
+        print(
+            f"{scores['source']}: BLEU {scores['bleu']:.2f}  chrF {scores['chrf']:.2f}  "
+            f"({scores['sentences']} sentences, {scores['decode']['strategy']})"
+        )
+        print(f"sacreBLEU {scores['bleu_signature']}")
+    print(f"hypotheses and scores: {scores['output']}")
+
+
+def cli() -> None:
+    """Console entry point ``attnlab-eval``."""
+    run_cli(main, "attnlab-eval")
+
+
+if __name__ == "__main__":
+    cli()
