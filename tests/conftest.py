@@ -30,17 +30,17 @@ TINY = [
 ]
 
 
-def run_cli(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
-    """Runs ``attnlab-train`` with a run dir under ``tmp_path``; returns the finished process."""
+def run_module(module: str, cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    """Runs ``python -m <module> args`` in ``cwd`` as a user would (no HYDRA_FULL_ERROR)."""
     env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
     return subprocess.run(
-        [sys.executable, "-m", "attnlab.train", f"hydra.run.dir={tmp_path / 'run'}", *overrides],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
+        [sys.executable, "-m", module, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
     )
+
+
+def run_cli(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
+    """Runs ``attnlab-train`` with a run dir under ``tmp_path``; returns the finished process."""
+    return run_module("attnlab.train", tmp_path, f"hydra.run.dir={tmp_path / 'run'}", *overrides)
 
 
 def results_of(tmp_path: Path) -> dict:

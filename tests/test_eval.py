@@ -1,25 +1,14 @@
 """attnlab-eval: a checkpoint's own test split scores as in training; files and bad input."""
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-from conftest import TINY, results_of, run_cli
+from conftest import TINY, results_of, run_cli, run_module
 
 
 def run_eval(cwd, *overrides):
-    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
-    return subprocess.run(
-        [sys.executable, "-m", "attnlab.eval", *overrides],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    return run_module("attnlab.eval", cwd, *overrides)
 
 
 @pytest.fixture(scope="module")
