@@ -59,6 +59,15 @@ def test_every_example_comes_once_per_epoch_and_the_order_is_seeded_and_changes_
     assert TokenBudgetBatchSampler(lengths, MAX_TOKENS, seed=6).batches(0) != epochs[0]
 
 
+def test_the_length_is_the_number_of_batches_served_in_every_epoch(data):
+    # Lightning finds an epoch's last batch (and so when to validate) from len(); it must not drift
+    lengths = [max(s, t) for s, t in zip(*data.train_lengths)]
+    sampler = TokenBudgetBatchSampler(lengths, MAX_TOKENS, seed=5)
+    for _ in range(3):
+        expected = len(sampler)
+        assert len(list(sampler)) == expected
+
+
 def test_token_budget_batches_pad_far_less_than_random_batches_of_the_same_mean_size(data):
     src, tgt = data.train_lengths
     bucketed = data.batch_sampler.batches(0)

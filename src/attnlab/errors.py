@@ -34,7 +34,8 @@ def one_line(err: BaseException) -> str:
     lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
     lines = [ln for ln in lines if not ln.startswith(("full_key:", "object_type=", "Set the environment"))]
     text = "; ".join(lines) or type(err).__name__
-    return text if isinstance(err, ValueError) else f"{type(err).__name__}: {text}"
+    plain = isinstance(err, ValueError) or type(err).__name__ == "SweepFailed"
+    return text if plain else f"{type(err).__name__}: {text}"
 
 
 _TRACEBACK = "ATTNLAB_TRACEBACK"

@@ -82,6 +82,9 @@ def train(cfg: DictConfig, run_dir: Path, choices: dict[str, str]) -> tuple[dict
     from attnlab.data.datamodule import TranslationDataModule
     from attnlab.task import TranslationTask
 
+    if cfg.quiet:  # Lightning's info lines (devices, tips, stop reasons) too
+        for name in ("lightning.pytorch", "lightning.fabric"):
+            logging.getLogger(name).setLevel(logging.WARNING)
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     corpus = instantiate(cfg.data.corpus)
     train_pairs = corpus.splits["train"]
@@ -218,7 +221,13 @@ def main(cfg: DictConfig) -> float | None:
 
 def cli() -> None:
     """Console entry point ``attnlab-train``: errors become one line on stderr (exit 1 or 2)."""
-    run_cli(main, "attnlab-train")
+    from attnlab.sweep import raise_if_failed
+
+    def main_then_sweep_status() -> None:
+        main()
+        raise_if_failed()  # a multirun with failed jobs exits non-zero (see attnlab.sweep)
+
+    run_cli(main_then_sweep_status, "attnlab-train")
 
 
 if __name__ == "__main__":

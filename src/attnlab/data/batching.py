@@ -2,17 +2,18 @@
 
 A batch of n examples is padded to its longest member, so it costs n × max(length) token slots,
 where an example's length is max(|src|, |tgt|) (each side is padded separately, the longer one
-bounds both). Each epoch the sampler
+bounds both). Once, from ``seed``, the sampler
 
-1. shuffles the example indices (seeded by ``seed`` and the epoch number),
+1. shuffles the example indices,
 2. cuts them into pools of ``pool_size`` and sorts each pool by length,
 3. packs each sorted pool greedily: an example joins the open batch while
    (batch size + 1) × max(length) <= ``max_tokens``, else it opens a new batch
-   (a single example longer than the budget becomes a batch of its own),
-4. shuffles the order of the batches.
+   (a single example longer than the budget becomes a batch of its own);
 
-Sorting inside large shuffled pools keeps similar lengths together (little padding) while batches
-still differ from epoch to epoch. Everything is deterministic given the seed.
+then every epoch it serves those batches in a new order (seeded by ``seed`` and the epoch number),
+as fairseq's ``batch_by_size`` does. Fixed batches keep ``len()`` the same every epoch, which the
+Lightning loop relies on to find the epoch's last batch (and so to validate); sorting inside large
+shuffled pools keeps similar lengths together (little padding). Everything is deterministic.
 """
 
 from __future__ import annotations
@@ -40,19 +41,21 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
             raise ValueError(f"pool_size must be positive, got {pool_size}")
         self.lengths, self.max_tokens = list(lengths), max_tokens
         self.seed, self.pool_size, self.epoch = seed, pool_size, 0
-        self._plan: tuple[int, list[list[int]]] | None = None
+        self._packed: list[list[int]] | None = None
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
 
     def batches(self, epoch: int) -> list[list[int]]:
         """The batches of one epoch, in the order they are served."""
-        if self._plan is None or self._plan[0] != epoch:
-            self._plan = (epoch, self._pack(epoch))
-        return self._plan[1]
+        if self._packed is None:
+            self._packed = self._pack()
+        order = list(self._packed)
+        random.Random(self.seed * 1_000_003 + epoch + 1).shuffle(order)
+        return order
 
-    def _pack(self, epoch: int) -> list[list[int]]:
-        rng = random.Random(self.seed * 1_000_003 + epoch)
+    def _pack(self) -> list[list[int]]:
+        rng = random.Random(self.seed * 1_000_003)
         order = list(range(len(self.lengths)))
         rng.shuffle(order)
         batches: list[list[int]] = []
@@ -68,7 +71,6 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
                 longest = longest_with_i
             if batch:
                 batches.append(batch)
-        rng.shuffle(batches)
         return batches
 
     def __iter__(self) -> Iterator[list[int]]:
@@ -77,7 +79,9 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
         yield from self.batches(epoch)
 
     def __len__(self) -> int:
-        return len(self.batches(self.epoch))
+        if self._packed is None:
+            self._packed = self._pack()
+        return len(self._packed)  # the same every epoch
 
 
 def fixed_size_batches(n: int, batch_size: int, seed: int = 0) -> list[list[int]]:
