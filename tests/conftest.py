@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -44,7 +43,10 @@ def run_cli(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
 
 
 def results_of(tmp_path: Path) -> dict:
-    return json.loads((tmp_path / "run" / "results.json").read_text())
+    """The ``results.json`` of the run that ``run_cli`` made under ``tmp_path``."""
+    from attnlab.results import read_results
+
+    return read_results(tmp_path / "run")
 
 
 @pytest.fixture

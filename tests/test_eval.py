@@ -57,7 +57,7 @@ def test_a_source_file_is_translated_and_scored_against_its_references(trained):
         (["ckpt=nowhere.ckpt"], "ckpt=nowhere.ckpt: no such checkpoint file"),
         (["split=dev"], "split=dev is not in the corpus"),
         (["input=missing.txt"], "input=missing.txt: no such file"),
-        (["decode.strategy=sample"], "decode.strategy must be greedy or beam"),
+        (["decode.strategy=sample"], "decode.strategy must be 'greedy' or 'beam'"),
     ],
 )
 def test_bad_evaluation_input_gives_a_one_line_error(trained, overrides, expected):

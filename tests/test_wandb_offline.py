@@ -1,7 +1,5 @@
 """The offline-run reader recovers what wandb recorded, including records spanning 32 KiB blocks."""
 
-import os
-
 import wandb
 
 from attnlab.loggers import resolve_wandb_mode
@@ -43,4 +41,3 @@ def test_wandb_is_offline_without_a_key_and_follows_wandb_mode(monkeypatch, tmp_
     monkeypatch.setenv("WANDB_MODE", "disabled")
     assert resolve_wandb_mode(None) == "disabled"
     assert resolve_wandb_mode("offline") == "offline"
-    assert os.environ["WANDB_MODE"] == "disabled"

@@ -148,3 +148,37 @@ def beam_search(
         if cache is not None:
             cache.reorder_beams(rows)
     return best[:, : int(best_len.max())]
+
+
+STRATEGIES = ("greedy", "beam")
+
+
+def check_decode_settings(strategy: str, beam_size: int) -> None:
+    """Raises a ValueError naming ``decode.strategy`` / ``decode.beam_size`` if either is invalid."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"decode.strategy must be 'greedy' or 'beam', got '{strategy}'")
+    if beam_size < 1:
+        raise ValueError(f"decode.beam_size must be at least 1, got {beam_size}")
+
+
+def decode_batch(
+    model: Seq2Seq,
+    src: torch.Tensor,
+    bos_id: int,
+    eos_id: int,
+    pad_id: int,
+    strategy: str = "greedy",
+    beam_size: int = 4,
+    length_penalty: float = 0.6,
+    max_len_ratio: float = 1.5,
+    max_len_offset: int = 10,
+    use_cache: bool = True,
+) -> torch.Tensor:
+    """``greedy_decode`` or ``beam_search`` as the ``decode.*`` keys say: src (b, s) -> ids (b, t)."""
+    check_decode_settings(strategy, beam_size)
+    limits = dict(max_len_ratio=max_len_ratio, max_len_offset=max_len_offset, use_cache=use_cache)
+    if strategy == "beam":
+        return beam_search(
+            model, src, bos_id, eos_id, pad_id, beam_size=beam_size, length_penalty=length_penalty, **limits
+        )
+    return greedy_decode(model, src, bos_id, eos_id, pad_id, **limits)

@@ -46,35 +46,17 @@ def load_run(ckpt: Path) -> tuple[DictConfig, object, torch.nn.Module]:
 @torch.no_grad()
 def translate(model, tokenizer, sentences: list[str], decode: dict, batch_size: int) -> list[str]:
     """Detokenised translations of ``sentences``, in order; batches are formed by source length."""
-    from attnlab.decode import beam_search, greedy_decode
+    from attnlab.data.datamodule import pad_sequences
+    from attnlab.decode import check_decode_settings, decode_batch
 
-    if decode["strategy"] not in ("greedy", "beam"):
-        raise ValueError(f"decode.strategy must be greedy or beam, got '{decode['strategy']}'")
+    check_decode_settings(decode.get("strategy", "greedy"), decode.get("beam_size", 4))
     encoded = [tokenizer.encode(s) + [tokenizer.eos_id] for s in sentences]
     order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
     out: list[str] = [""] * len(encoded)
-    limits = dict(
-        max_len_ratio=decode["max_len_ratio"],
-        max_len_offset=decode["max_len_offset"],
-        use_cache=decode.get("use_cache", True),
-    )
     for start in range(0, len(order), batch_size):
         rows = order[start : start + batch_size]
-        src = torch.full((len(rows), max(len(encoded[i]) for i in rows)), tokenizer.pad_id)  # (b, s)
-        for r, i in enumerate(rows):
-            src[r, : len(encoded[i])] = torch.tensor(encoded[i])
-        ids = tokenizer.bos_id, tokenizer.eos_id, tokenizer.pad_id
-        if decode["strategy"] == "beam":
-            hyp = beam_search(
-                model,
-                src,
-                *ids,
-                beam_size=decode["beam_size"],
-                length_penalty=decode["length_penalty"],
-                **limits,
-            )
-        else:
-            hyp = greedy_decode(model, src, *ids, **limits)
+        src = pad_sequences([encoded[i] for i in rows], tokenizer.pad_id)  # (b, s)
+        hyp = decode_batch(model, src, tokenizer.bos_id, tokenizer.eos_id, tokenizer.pad_id, **decode)
         for r, i in enumerate(rows):
             out[i] = tokenizer.decode(hyp[r].tolist())
     return out
@@ -98,9 +80,7 @@ def evaluate(cfg: DictConfig) -> dict:
         **OmegaConf.to_container(train_cfg.decode),
         **{k: v for k, v in OmegaConf.to_container(cfg.decode).items() if v is not None},
     }
-    decode.setdefault("strategy", "greedy")
-    decode.setdefault("beam_size", 4)
-    decode.setdefault("length_penalty", 0.6)
+    decode.setdefault("strategy", "greedy")  # named in the output folder; other defaults: decode_batch
     if cfg.input:
         sources, name = _read_lines(cfg.input, "input"), Path(cfg.input).stem
         refs = _read_lines(cfg.ref, "ref") if cfg.ref else None

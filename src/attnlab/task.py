@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from sacrebleu.metrics import BLEU, CHRF
 
-from attnlab.decode import beam_search, greedy_decode
+from attnlab.decode import check_decode_settings, decode_batch
 from attnlab.model.transformer import Seq2Seq
 
 
@@ -75,10 +75,7 @@ class TranslationTask(L.LightningModule):
             raise ValueError(f"optim.lr ({lr}) and optim.warmup_steps ({warmup_steps}) must be positive")
         if not 0.0 <= label_smoothing < 1.0:
             raise ValueError(f"optim.label_smoothing must be in [0, 1), got {label_smoothing}")
-        if strategy not in ("greedy", "beam"):
-            raise ValueError(f"decode.strategy must be 'greedy' or 'beam', got '{strategy}'")
-        if beam_size < 1:
-            raise ValueError(f"decode.beam_size must be at least 1, got {beam_size}")
+        check_decode_settings(strategy, beam_size)
         self.model, self.tokenizer, self.eval_splits = model, tokenizer, list(eval_splits)
         self.save_hyperparameters(ignore=["model", "tokenizer"])
         self.bleu, self.chrf = BLEU(), CHRF()
@@ -113,16 +110,19 @@ class TranslationTask(L.LightningModule):
 
     def _decode(self, batch: dict, split: str, with_loss: bool) -> None:
         hp, tok = self.hparams, self.tokenizer
-        ids = (batch["src"], tok.bos_id, tok.eos_id, tok.pad_id)
-        limits = dict(
-            max_len_ratio=hp.max_len_ratio, max_len_offset=hp.max_len_offset, use_cache=hp.use_cache
+        out = decode_batch(
+            self.model,
+            batch["src"],
+            tok.bos_id,
+            tok.eos_id,
+            tok.pad_id,
+            strategy=hp.strategy,
+            beam_size=hp.beam_size,
+            length_penalty=hp.length_penalty,
+            max_len_ratio=hp.max_len_ratio,
+            max_len_offset=hp.max_len_offset,
+            use_cache=hp.use_cache,
         )
-        if hp.strategy == "beam":
-            out = beam_search(
-                self.model, *ids, beam_size=hp.beam_size, length_penalty=hp.length_penalty, **limits
-            )
-        else:
-            out = greedy_decode(self.model, *ids, **limits)
         acc = self._eval.setdefault(split, {"index": [], "hyp": [], "ref": [], "nll": 0.0, "tokens": 0})
         acc["index"] += batch["index"].tolist()
         acc["hyp"] += [self.tokenizer.decode(row.tolist()) for row in out]

@@ -29,19 +29,26 @@ class EncodedSplit(Dataset):
         return i, self.src[i], self.tgt[i], self.pairs[i].tgt
 
 
+def pad_sequences(seqs: list[list[int]], pad_id: int) -> torch.Tensor:
+    """Id lists -> (b, t) tensor, each row padded with ``pad_id`` to the longest."""
+    out = torch.full((len(seqs), max(map(len, seqs))), pad_id, dtype=torch.long)  # (b, t)
+    for row, s in enumerate(seqs):
+        out[row, : len(s)] = torch.tensor(s)
+    return out
+
+
 class Collate:
     def __init__(self, pad_id: int):
         self.pad_id = pad_id
 
-    def _pad(self, seqs: list[list[int]]) -> torch.Tensor:
-        out = torch.full((len(seqs), max(map(len, seqs))), self.pad_id, dtype=torch.long)  # (b, t)
-        for row, s in enumerate(seqs):
-            out[row, : len(s)] = torch.tensor(s)
-        return out
-
     def __call__(self, items) -> dict:
         index, src, tgt, ref = zip(*items)
-        return {"index": torch.tensor(index), "src": self._pad(src), "tgt": self._pad(tgt), "ref": list(ref)}
+        return {
+            "index": torch.tensor(index),
+            "src": pad_sequences(src, self.pad_id),
+            "tgt": pad_sequences(tgt, self.pad_id),
+            "ref": list(ref),
+        }
 
 
 class TranslationDataModule(L.LightningDataModule):
