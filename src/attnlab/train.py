@@ -79,6 +79,7 @@ def train(cfg: DictConfig, run_dir: Path, choices: dict[str, str]) -> tuple[dict
 
     from attnlab.callbacks.attention_maps import AttentionMaps, default_probes
     from attnlab.callbacks.attention_stats import AttentionStats
+    from attnlab.callbacks.history import HISTORY, MetricsHistory
     from attnlab.callbacks.throughput import Throughput
     from attnlab.data.datamodule import TranslationDataModule
     from attnlab.task import TranslationTask
@@ -99,6 +100,7 @@ def train(cfg: DictConfig, run_dir: Path, choices: dict[str, str]) -> tuple[dict
     hparams = {**OmegaConf.to_container(cfg.optim, resolve=True), **OmegaConf.to_container(cfg.decode)}
     task = TranslationTask(model, tokenizer, corpus.eval_splits, **hparams)
     config = OmegaConf.to_container(cfg, resolve=True)
+    config["choices"] = dict(choices)  # wandb: group by / parallel coordinates on choices.posenc, …
     tags = list(cfg.logger.get("tags") or []) + [f"{k}={v}" for k, v in sorted(choices.items())]
     logger = instantiate(cfg.logger, group=run_group(cfg, choices), tags=tags)(
         save_dir=run_dir, name=run_name(choices, cfg), config=config, quiet=cfg.quiet
@@ -113,7 +115,8 @@ def train(cfg: DictConfig, run_dir: Path, choices: dict[str, str]) -> tuple[dict
         save_top_k=1,
         auto_insert_metric_name=False,
     )
-    callbacks = [checkpoint, throughput] + ([] if cfg.quiet else [RichProgressBar()])
+    callbacks = [checkpoint, throughput, MetricsHistory(run_dir / HISTORY)]
+    callbacks += [] if cfg.quiet else [RichProgressBar()]
     diag = cfg.diagnostics
     if diag.attention_maps:
         probes = list(diag.probes) if diag.probes else default_probes(corpus.splits["valid"], diag.num_probes)
@@ -143,9 +146,7 @@ def train(cfg: DictConfig, run_dir: Path, choices: dict[str, str]) -> tuple[dict
     metrics = dict(trainer.validate(task, datamodule=data, ckpt_path=ckpt, verbose=False)[0])
     for split_metrics in trainer.test(task, datamodule=data, ckpt_path=ckpt, verbose=False):
         metrics.update(split_metrics)
-    (run_dir / "hyp").mkdir(exist_ok=True)
-    for split, hyps in task.hypotheses.items():
-        (run_dir / "hyp" / f"{split}.txt").write_text("".join(h + "\n" for h in hyps))
+    write_hypotheses(run_dir / "hyp", task.hypotheses, corpus.splits)
     metrics.update(
         {
             "params": float(sum(p.numel() for p in model.parameters() if p.requires_grad)),
@@ -159,6 +160,22 @@ def train(cfg: DictConfig, run_dir: Path, choices: dict[str, str]) -> tuple[dict
     if logger:
         logger.log_metrics({k: v for k, v in metrics.items() if "/" not in k or k.startswith("train/")})
     return metrics, task.bleu_signature
+
+
+def write_hypotheses(hyp_dir: Path, hypotheses: dict[str, list[str]], splits: dict) -> None:
+    """``<split>.txt`` (detokenised output) with ``<split>.src.txt`` and ``<split>.ref.txt`` beside it,
+    line for line, so significance tests and length buckets need nothing but the run directory."""
+    hyp_dir.mkdir(exist_ok=True)
+    for split, hyps in hypotheses.items():
+        pairs = splits[split]
+        if len(pairs) != len(hyps):
+            raise RuntimeError(f"{split}: {len(hyps)} hypotheses for {len(pairs)} sentences")
+        for suffix, lines in (
+            ("txt", hyps),
+            ("src.txt", [p.src for p in pairs]),
+            ("ref.txt", [p.tgt for p in pairs]),
+        ):
+            (hyp_dir / f"{split}.{suffix}").write_text("".join(line + "\n" for line in lines))
 
 
 def report(metrics: dict[str, float], run_dir: Path) -> None:
