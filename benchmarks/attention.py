@@ -137,7 +137,7 @@ def main() -> None:
             print(f"| {name} | | no naive formula in benchmarks/attention.py | | | | | |")
             continue
         torch.manual_seed(0)
-        score = instantiate(OmegaConf.load(path))(head_dim=D, num_heads=H)
+        score = instantiate(OmegaConf.load(path))(key_dim=D, num_heads=H)
         for t in lengths:
             q = torch.randn(B, H, t, D, requires_grad=True)
             k = torch.randn(B, H, t, D, requires_grad=True)

@@ -1,4 +1,5 @@
-"""Every score × posenc × mask composes through Hydra and trains 5 steps without NaN."""
+"""Every score × posenc × mask composes through Hydra and trains 5 steps without NaN; every score and
+every posenc also trains with queries and keys narrower than values (``model.key_dim``)."""
 
 from pathlib import Path
 
@@ -41,24 +42,9 @@ def compose_cfg():
         yield lambda overrides: compose("train", overrides=overrides)
 
 
-@pytest.mark.parametrize("score,posenc,mask", COMBOS, ids=["-".join(c) for c in COMBOS])
-def test_every_score_posenc_and_mask_combination_trains_without_nan(
-    score, posenc, mask, batches, compose_cfg
-):
+def train_five_steps(cfg, batches) -> tuple[TranslationTask, list[float]]:
+    """The task ``cfg`` builds and its losses over 5 optimiser steps on one batch."""
     tok, data = batches
-    cfg = compose_cfg(
-        [
-            f"attention/score={score}",
-            f"posenc={posenc}",
-            f"attention/mask={mask}",
-            "model.d_model=16",
-            "model.num_heads=2",
-            "model.ffn_dim=32",
-            "model.encoder_layers=1",
-            "model.decoder_layers=1",
-            "optim.warmup_steps=2",
-        ]
-    )
     torch.manual_seed(0)
     task = TranslationTask(
         build_model(cfg, tok.vocab_size, tok.pad_id),
@@ -77,6 +63,44 @@ def test_every_score_posenc_and_mask_combination_trains_without_nan(
         loss.backward()
         opt.step()
         losses.append(loss.item())
+    return task, losses
+
+
+SMALL = [
+    "model.d_model=16",
+    "model.num_heads=2",
+    "model.ffn_dim=32",
+    "model.encoder_layers=1",
+    "model.decoder_layers=1",
+    "optim.warmup_steps=2",
+]
+
+
+@pytest.mark.parametrize("score,posenc,mask", COMBOS, ids=["-".join(c) for c in COMBOS])
+def test_every_score_posenc_and_mask_combination_trains_without_nan(
+    score, posenc, mask, batches, compose_cfg
+):
+    cfg = compose_cfg([f"attention/score={score}", f"posenc={posenc}", f"attention/mask={mask}", *SMALL])
+    task, losses = train_five_steps(cfg, batches)
+    assert all(torch.isfinite(torch.tensor(losses)))
+    assert all(torch.isfinite(p).all() for p in task.parameters())
+    assert losses[-1] < losses[0]
+
+
+# each score once and each posenc once (the pairs rotate), with d_k = 4 < d_v = 8
+SCORES, POSENCS = options("attention/score"), options("posenc")
+KEY_DIM_PAIRS = sorted(
+    {(s, POSENCS[i % len(POSENCS)]) for i, s in enumerate(SCORES)}
+    | {(SCORES[j % len(SCORES)], p) for j, p in enumerate(POSENCS)}
+)
+
+
+@pytest.mark.parametrize("score,posenc", KEY_DIM_PAIRS, ids=["-".join(c) for c in KEY_DIM_PAIRS])
+def test_every_score_and_posenc_trains_with_queries_and_keys_narrower_than_values(
+    score, posenc, batches, compose_cfg
+):
+    cfg = compose_cfg([f"attention/score={score}", f"posenc={posenc}", *SMALL, "model.key_dim=4"])
+    task, losses = train_five_steps(cfg, batches)
     assert all(torch.isfinite(torch.tensor(losses)))
     assert all(torch.isfinite(p).all() for p in task.parameters())
     assert losses[-1] < losses[0]

@@ -20,6 +20,13 @@ CASES = {
     ),
     "non-positive head_dim": (["model.head_dim=0"], "model.head_dim must be positive or null"),
     "odd head_dim for rope": (["posenc=rope", "model.head_dim=7"], "model.head_dim"),
+    "zero key_dim": (["model.key_dim=0"], "model.key_dim must be positive or null, got 0"),
+    "negative key_dim": (["model.key_dim=-8"], "model.key_dim must be positive or null, got -8"),
+    "odd key_dim for rope": (["posenc=rope", "model.key_dim=7"], "needs an even model.key_dim, got 7"),
+    "key_dim without projections": (
+        ["model.projections=false", "model.key_dim=16"],
+        "model.projections=false needs model.key_dim (16) = model.head_dim (32)",
+    ),
     "non-positive window": (
         ["attention/mask=local", "attention.mask.window=0"],
         "attention.mask.window must be positive",

@@ -31,11 +31,14 @@ def test_every_config_option_composes(group, option):
 MODEL_OPTIONS = [(g, o) for g, o in OPTIONS if g in ("attention/score", "attention/mask", "posenc", "model")]
 
 
+@pytest.mark.parametrize("key_dim", [None, 6], ids=["key_dim=null", "key_dim=6"])
 @pytest.mark.parametrize("group,option", MODEL_OPTIONS, ids=[f"{g}={o}" for g, o in MODEL_OPTIONS])
-def test_every_model_option_builds_and_gives_finite_logits(group, option):
+def test_every_model_option_builds_and_gives_finite_logits(group, option, key_dim):
     overrides = [f"{group}={option}"]
     if group != "model":
         overrides += ["model.d_model=32", "model.ffn_dim=64"]
+    if key_dim is not None:  # queries and keys narrower than values (Vaswani et al. 2017, Table 3 B)
+        overrides.append(f"model.key_dim={key_dim}")
     model = build_model(compose_train(*overrides), vocab_size=50, pad_id=0).eval()
     src, tgt = torch.randint(4, 50, (2, 7)), torch.randint(4, 50, (2, 5))
     logits = model(src, tgt)

@@ -12,16 +12,17 @@ from attnlab.posenc.base import PositionalEncoding
 D, H = 32, 4
 
 
-def attention(num_kv_heads=None, projections=True, seed=0):
+def attention(num_kv_heads=None, projections=True, seed=0, key_dim=None):
     torch.manual_seed(seed)
     return MultiHeadAttention(
         D,
         H,
-        ScaledDotScore(D // H, H),
-        PositionalEncoding(D, H, D // H),
+        ScaledDotScore(key_dim or D // H, H),
+        PositionalEncoding(D, H, D // H, key_dim),
         "encoder",
         num_kv_heads=num_kv_heads,
         projections=projections,
+        key_dim=key_dim,
     ).eval()
 
 
@@ -35,17 +36,18 @@ def test_num_kv_heads_equal_to_num_heads_is_plain_multi_head_attention():
     assert torch.equal(run(attention(num_kv_heads=H), x), run(attention(num_kv_heads=None), x))
 
 
+@pytest.mark.parametrize("key_dim", [None, 4], ids=["d_k=d_v", "d_k<d_v"])
 @pytest.mark.parametrize("num_kv_heads", [1, 2])
-def test_grouped_query_attention_equals_multi_head_with_shared_key_value_heads(num_kv_heads):
-    gqa, mha = attention(num_kv_heads=num_kv_heads), attention()
+def test_grouped_query_attention_equals_multi_head_with_shared_key_value_heads(num_kv_heads, key_dim):
+    gqa, mha = attention(num_kv_heads=num_kv_heads, key_dim=key_dim), attention(key_dim=key_dim)
     mha.load_state_dict(
         {k: v for k, v in gqa.state_dict().items() if not k.startswith(("k_", "v_"))}, strict=False
     )
-    group, d = H // num_kv_heads, D // H
-    for name in ("k_proj", "v_proj"):  # repeat each shared head's rows for every query head of its group
-        src, dst = getattr(gqa, name), getattr(mha, name)
-        dst.weight.data = src.weight.data.view(num_kv_heads, d, D).repeat_interleave(group, 0).reshape(D, D)
-        dst.bias.data = src.bias.data.view(num_kv_heads, d).repeat_interleave(group, 0).reshape(D)
+    group = H // num_kv_heads
+    for name, d in (("k_proj", key_dim or D // H), ("v_proj", D // H)):  # repeat each shared head's rows
+        src, dst = getattr(gqa, name), getattr(mha, name)  # for every query head of its group
+        dst.weight.data = src.weight.data.view(num_kv_heads, d, D).repeat_interleave(group, 0).reshape(-1, D)
+        dst.bias.data = src.bias.data.view(num_kv_heads, d).repeat_interleave(group, 0).reshape(-1)
     x = torch.randn(2, 6, D)
     assert torch.allclose(run(gqa, x), run(mha, x), atol=1e-6)
     assert sum(p.numel() for p in gqa.parameters()) < sum(p.numel() for p in mha.parameters())
@@ -95,6 +97,30 @@ def test_simplified_attention_uses_the_input_as_queries_keys_and_values():
     p = masked_softmax(heads @ heads.transpose(-2, -1) / (D // H) ** 0.5, None)
     expected = (p @ heads).transpose(1, 2).reshape(2, 5, D)
     assert torch.allclose(run(attn, x), expected, atol=1e-6)
+
+
+@pytest.mark.parametrize("num_kv_heads", [None, 2, 1])
+def test_query_and_key_projections_scale_with_key_dim_and_value_and_output_projections_do_not(num_kv_heads):
+    kv = num_kv_heads or H
+    for key_dim in (2, 4, 8, 16):
+        attn = attention(num_kv_heads=num_kv_heads, key_dim=key_dim)
+        assert sum(p.numel() for p in attn.q_proj.parameters()) == (D + 1) * H * key_dim
+        assert sum(p.numel() for p in attn.k_proj.parameters()) == (D + 1) * kv * key_dim
+        assert sum(p.numel() for p in attn.v_proj.parameters()) == (D + 1) * kv * (D // H)
+        assert sum(p.numel() for p in attn.out_proj.parameters()) == (H * (D // H) + 1) * D
+        assert run(attn, torch.randn(2, 5, D)).shape == (2, 5, D)
+    assert sum(p.numel() for p in attention(key_dim=D // H).parameters()) == sum(
+        p.numel() for p in attention().parameters()
+    )
+
+
+def test_simplified_attention_refuses_keys_narrower_than_values_naming_the_keys():
+    with pytest.raises(
+        ValueError, match=r"model\.projections=false needs model\.key_dim \(4\) = model\.head_dim \(8\)"
+    ):
+        attention(projections=False, key_dim=4)
+    simplified = attention(projections=False, key_dim=D // H)  # key_dim = head_dim is allowed
+    assert sum(p.numel() for p in simplified.parameters() if p.requires_grad) == 0
 
 
 def test_simplified_attention_refuses_a_head_layout_that_does_not_tile_the_model():

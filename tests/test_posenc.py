@@ -30,18 +30,36 @@ def posenc_factory(name: str):
     return instantiate(OmegaConf.load(Path(CONF_DIR) / "posenc" / f"{name}.yaml"))
 
 
-def make_posenc(name: str, d_model: int = 32, num_heads: int = 4, head_dim: int = 8):
+def make_posenc(
+    name: str, d_model: int = 32, num_heads: int = 4, head_dim: int = 8, key_dim: int | None = None
+):
     torch.manual_seed(0)
-    return posenc_factory(name)(d_model=d_model, num_heads=num_heads, head_dim=head_dim)
+    return posenc_factory(name)(d_model=d_model, num_heads=num_heads, head_dim=head_dim, key_dim=key_dim)
 
 
-def make_attention(name: str, site: str, num_kv_heads: int | None = None) -> MultiHeadAttention:
-    pe = make_posenc(name)
+# (head_dim, key_dim): d_model / heads for both, and queries/keys narrower than values (Vaswani Table 3 B)
+DIMS = [(8, None), (32, 16)]
+DIM_IDS = ["d_k=d_v", "d_k<d_v"]
+
+
+def make_attention(
+    name: str, site: str, num_kv_heads: int | None = None, head_dim: int = 8, key_dim: int | None = None
+) -> MultiHeadAttention:
+    pe = make_posenc(name, head_dim=head_dim, key_dim=key_dim)
     with torch.no_grad():  # a learned bias starts near zero; make it matter for the comparison
         for p in pe.parameters():
             p.normal_()
     torch.manual_seed(1)
-    return MultiHeadAttention(32, 4, ScaledDotScore(8, 4), pe, site, num_kv_heads=num_kv_heads).eval()
+    return MultiHeadAttention(
+        32,
+        4,
+        ScaledDotScore(key_dim or head_dim, 4),
+        pe,
+        site,
+        head_dim=head_dim,
+        num_kv_heads=num_kv_heads,
+        key_dim=key_dim,
+    ).eval()
 
 
 def site_inputs(site: str):
@@ -61,11 +79,14 @@ def site_inputs(site: str):
 # ----------------------------------------------------------------------- every encoding (every YAML)
 
 
+@pytest.mark.parametrize("head_dim,key_dim", DIMS, ids=DIM_IDS)
 @pytest.mark.parametrize("site", SITES)
 @pytest.mark.parametrize("num_kv_heads", [None, 2])
 @pytest.mark.parametrize("name", NAMES)
-def test_every_encoding_gives_the_same_attention_on_the_fused_and_explicit_paths(name, num_kv_heads, site):
-    attn = make_attention(name, site, num_kv_heads)
+def test_every_encoding_gives_the_same_attention_on_the_fused_and_explicit_paths(
+    name, num_kv_heads, site, head_dim, key_dim
+):
+    attn = make_attention(name, site, num_kv_heads, head_dim, key_dim)
     x_q, x_kv, mask, q_pos, k_pos = site_inputs(site)
     fused, explicit = fused_and_explicit(attn, x_q, x_kv, mask, q_pos, k_pos)
     assert torch.isfinite(fused).all()
@@ -79,9 +100,12 @@ def test_every_bias_is_shaped_one_by_heads_by_queries_by_keys(name, site):
     assert bias is None or (bias.shape == (1, 4, 3, 7) and torch.isfinite(bias).all())
 
 
+@pytest.mark.parametrize("head_dim,key_dim", DIMS, ids=DIM_IDS)
 @pytest.mark.parametrize("name", NAMES)
-def test_one_decoding_step_at_an_offset_position_matches_the_last_row_of_the_full_pass(name):
-    attn = make_attention(name, "decoder")
+def test_one_decoding_step_at_an_offset_position_matches_the_last_row_of_the_full_pass(
+    name, head_dim, key_dim
+):
+    attn = make_attention(name, "decoder", head_dim=head_dim, key_dim=key_dim)
     x = torch.randn(2, 6, 32)
     pos = torch.arange(6)
     full = attn(x, x, causal_mask(pos, pos), pos, pos)  # (2, 6, 32)
@@ -180,6 +204,18 @@ def test_rope_leaves_cross_attention_unrotated():
 def test_rope_refuses_an_odd_head_dim_naming_the_key():
     with pytest.raises(ValueError, match=r"model\.head_dim, got 7"):
         RotaryEmbedding(d_model=28, num_heads=4, head_dim=7)
+
+
+def test_rope_rotates_over_the_key_width_and_refuses_an_odd_key_dim_naming_that_key():
+    pe = RotaryEmbedding(d_model=32, num_heads=2, head_dim=16, key_dim=6)
+    assert pe.inv_freq.shape == (3,)  # one frequency per pair of the d_k = 6 query/key dimensions
+    q, k, pos = torch.randn(1, 2, 5, 6), torch.randn(1, 2, 5, 6), torch.arange(5)
+    rq, rk = pe.rotate(q, k, pos, pos, "encoder")
+    shifted = pe.rotate(q, k, pos + 9, pos + 9, "encoder")
+    assert torch.allclose(rq @ rk.transpose(-2, -1), shifted[0] @ shifted[1].transpose(-2, -1), atol=1e-4)
+    RotaryEmbedding(d_model=28, num_heads=4, head_dim=7, key_dim=8)  # values are never rotated
+    with pytest.raises(ValueError, match=r"model\.key_dim, got 7"):
+        RotaryEmbedding(d_model=32, num_heads=4, head_dim=8, key_dim=7)
 
 
 # ------------------------------------------------------------------------------------------- alibi

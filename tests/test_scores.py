@@ -14,6 +14,7 @@ from omegaconf import OmegaConf
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from attnlab.attention.multi_head import MultiHeadAttention
+from attnlab.attention.probs import masked_softmax
 from attnlab.attention.scores.additive import AdditiveScore, AdditiveScores
 from attnlab.attention.scores.cosine import CosineScore
 from attnlab.attention.scores.dot import DotScore
@@ -29,9 +30,9 @@ SCORE_FILES = sorted((Path(CONF_DIR) / "attention" / "score").glob("*.yaml"))
 IDS = [p.stem for p in SCORE_FILES]
 
 
-def build(path: Path, head_dim: int = 8, num_heads: int = 4) -> torch.nn.Module:
+def build(path: Path, key_dim: int = 8, num_heads: int = 4) -> torch.nn.Module:
     """The score a model would get from this config: the ``_partial_`` finished with the shapes."""
-    return instantiate(OmegaConf.load(path))(head_dim=head_dim, num_heads=num_heads)
+    return instantiate(OmegaConf.load(path))(key_dim=key_dim, num_heads=num_heads)
 
 
 FUSED_FILES = [p for p in SCORE_FILES if hasattr(build(p), "fused")]
@@ -61,10 +62,11 @@ def test_each_score_config_is_a_partial_of_the_class_named_after_its_file(path):
     assert cfg._partial_ is True
 
 
+@pytest.mark.parametrize("key_dim", [8, 12])
 @pytest.mark.parametrize("path", SCORE_FILES, ids=IDS)
-def test_every_score_gives_one_finite_score_per_query_key_pair_and_gradients_to_all_inputs(path):
-    score = build(path)
-    q, k = qk(t_q=5, t_k=7)
+def test_every_score_gives_one_finite_score_per_query_key_pair_and_gradients_to_all_inputs(path, key_dim):
+    score = build(path, key_dim=key_dim)
+    q, k = qk(t_q=5, t_k=7, d=key_dim)
     s = score(q, k)
     assert s.shape == (2, 4, 5, 7) and torch.isfinite(s).all()
     s.square().sum().backward()
@@ -76,7 +78,7 @@ def test_every_score_gives_one_finite_score_per_query_key_pair_and_gradients_to_
 @pytest.mark.parametrize("path", FUSED_FILES, ids=[p.stem for p in FUSED_FILES])
 def test_every_fused_form_agrees_with_its_explicit_path_through_attention(path, num_kv_heads):
     d_model, num_heads = 32, 4
-    score = perturbed(build(path, head_dim=d_model // num_heads, num_heads=num_heads))
+    score = perturbed(build(path, key_dim=d_model // num_heads, num_heads=num_heads))
     torch.manual_seed(0)
     attn = MultiHeadAttention(
         d_model,
@@ -95,7 +97,50 @@ def test_every_fused_form_agrees_with_its_explicit_path_through_attention(path, 
 
 @pytest.mark.parametrize("cls", [GaussianScore, AdditiveScore])
 def test_scores_sdpa_cannot_express_have_no_fused_form(cls):
-    assert not hasattr(cls(head_dim=8, num_heads=4), "fused")
+    assert not hasattr(cls(key_dim=8, num_heads=4), "fused")
+
+
+@pytest.mark.parametrize("num_kv_heads", [None, 2])
+@pytest.mark.parametrize("path", SCORE_FILES, ids=IDS)
+def test_every_score_attends_the_same_on_both_paths_when_keys_are_narrower_than_values(path, num_kv_heads):
+    d_model, num_heads, key_dim, head_dim = 32, 4, 16, 32
+    score = perturbed(build(path, key_dim=key_dim, num_heads=num_heads))
+    torch.manual_seed(0)
+    attn = MultiHeadAttention(
+        d_model,
+        num_heads,
+        score,
+        PositionalEncoding(d_model, num_heads, head_dim, key_dim),
+        "encoder",
+        head_dim=head_dim,
+        num_kv_heads=num_kv_heads,
+        key_dim=key_dim,
+    ).eval()
+    x = torch.randn(2, 5, d_model)
+    mask, pos = self_attention_mask_with_an_empty_row(), torch.arange(5)
+    fused, explicit = fused_and_explicit(attn, x, x, mask, pos, pos)
+    assert torch.isfinite(fused).all()
+    assert torch.allclose(fused, explicit, atol=1e-5), (fused - explicit).abs().max()
+    # the reference: the score's own formula on d_k-wide heads, weighting d_v-wide values
+    group = num_heads // (num_kv_heads or num_heads)
+    q = attn.q_proj(x).view(2, 5, num_heads, key_dim).transpose(1, 2)  # (b, h, t, d_k)
+    k = attn.k_proj(x).view(2, 5, -1, key_dim).transpose(1, 2).repeat_interleave(group, 1)  # (b, h, t, d_k)
+    v = attn.v_proj(x).view(2, 5, -1, head_dim).transpose(1, 2).repeat_interleave(group, 1)  # (b, h, t, d_v)
+    heads = masked_softmax(score(q, k), mask) @ v  # (b, h, t, d_v)
+    expected = attn.out_proj(heads.transpose(1, 2).reshape(2, 5, num_heads * head_dim))  # (b, t, d_model)
+    expected[0, 2] = attn.out_proj.bias  # the query that sees no key: zero heads, then the projection
+    assert torch.allclose(explicit, expected, atol=1e-5), (explicit - expected).abs().max()
+
+
+def test_scores_are_built_on_the_query_key_width_they_compare():
+    torch.manual_seed(0)
+    q, k = torch.randn(2, 4, 5, 16), torch.randn(2, 4, 7, 16)
+    assert torch.allclose(ScaledDotScore(16, 4)(q, k), q @ k.transpose(-2, -1) / 4, atol=1e-6)
+    assert ScaledDotScore(16, 4).fused(q, k)[2] == 0.25
+    assert GeneralScore(16, 4).weight.shape == (4, 16, 16)
+    assert AdditiveScore(16, 4).w_q.shape == AdditiveScore(16, 4).w_k.shape == (4, 16, 16)
+    assert torch.allclose(CosineScore(16, 4, init_temperature=None).temperature, torch.full((4,), 4.0))
+    assert torch.allclose(GaussianScore(16, 4).sigma, torch.full((4,), 2.0))
 
 
 def test_dot_is_scaled_dot_times_sqrt_d():

@@ -58,6 +58,29 @@ def test_keys_only_runs_fused_and_agrees_with_the_explicit_path():
     assert torch.allclose(fused, explicit, atol=1e-5)
 
 
+def test_relative_keys_are_as_wide_as_the_keys_and_relative_values_as_wide_as_the_values():
+    shaw = ShawRelative(8, 2, head_dim=12, key_dim=4, clip=3)
+    assert shaw.rel_keys.weight.shape == (7, 4) and shaw.rel_values.weight.shape == (7, 12)
+    assert shaw.scale == 4**-0.5  # the relative key term is scaled like q · k, by 1/sqrt(d_k)
+    pos = torch.arange(5)
+    assert shaw.score_terms(torch.randn(2, 2, 5, 4), pos, pos, "encoder").shape == (2, 2, 5, 5)
+    assert shaw.value_terms(torch.rand(2, 2, 5, 5), pos, pos, "decoder").shape == (2, 2, 5, 12)
+    assert ShawRelative(8, 2, head_dim=12, clip=3).rel_keys.weight.shape == (7, 12)  # key_dim None = head_dim
+
+
+@pytest.mark.parametrize("values", [False, True], ids=["keys_only_fused", "keys_and_values_explicit"])
+def test_relative_terms_with_keys_narrower_than_values_agree_on_both_paths(values):
+    torch.manual_seed(0)
+    shaw = ShawRelative(8, 2, head_dim=12, key_dim=4, clip=2, values=values)
+    with torch.no_grad():
+        for p in shaw.parameters():
+            p.normal_()
+    attn = MultiHeadAttention(8, 2, ScaledDotScore(4, 2), shaw, "encoder", head_dim=12, key_dim=4).eval()
+    x, pos = torch.randn(2, 6, 8), torch.arange(6)
+    fused, explicit = fused_and_explicit(attn, x, x, None, pos, pos)
+    assert torch.isfinite(fused).all() and torch.allclose(fused, explicit, atol=1e-5)
+
+
 def test_a_negative_clip_is_refused_with_the_key_named():
     with pytest.raises(ValueError, match=r"posenc.clip must be >= 0, got -1"):
         ShawRelative(8, 2, 4, clip=-1)

@@ -1,4 +1,4 @@
-"""Training-loop pieces: schedule, decoding, and a NaN loss stopping the run with a clear error."""
+"""Training-loop pieces: schedule, decoding, a NaN loss stopping the run with a clear error, decode speed."""
 
 import pytest
 import torch
@@ -10,7 +10,7 @@ from attnlab.data.tokenizer import WordTokenizer
 from attnlab.decode import greedy_decode
 from attnlab.model.transformer import build_transformer
 from attnlab.posenc.sinusoidal import SinusoidalPositions
-from attnlab.task import NonFiniteLossError, TranslationTask, inverse_sqrt
+from attnlab.task import NonFiniteLossError, TranslationTask, _output_lengths, inverse_sqrt
 
 
 def _model(vocab_size=30):
@@ -66,3 +66,65 @@ def test_a_nan_loss_stops_training_with_an_error_naming_the_learning_rate():
     task.optimizers = lambda: None
     with pytest.raises(NonFiniteLossError, match=r"train/loss became nan at step 0: lower optim.lr"):
         task.training_step(batch, 0)
+
+
+@pytest.fixture(scope="module")
+def tested():
+    """An untrained tiny model tested on both evaluation splits."""
+    import lightning as L
+
+    from attnlab.data.datamodule import TranslationDataModule
+
+    corpus = generate(train_size=40, valid_size=5, test_size=10, test_long_size=4)
+    tok = WordTokenizer.train(p.src + " " + p.tgt for p in corpus.splits["train"])
+    data = TranslationDataModule(corpus, tok, batch_size=8, eval_batch_size=4)
+    task = TranslationTask(_model(tok.vocab_size), tok, corpus.eval_splits)
+    trainer = L.Trainer(
+        accelerator="cpu", devices=1, logger=False, enable_progress_bar=False, enable_model_summary=False
+    )
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        metrics = trainer.test(task, datamodule=data, verbose=False)[0]
+        val_metrics = trainer.validate(task, datamodule=data, verbose=False)[0]
+    finally:
+        torch.set_num_threads(threads)
+    return task, data, metrics, val_metrics
+
+
+def test_decoding_speed_is_reported_for_every_evaluation_split_at_test(tested):
+    task, data, metrics, _ = tested
+    for split in ("test", "test_long"):
+        tokens_per_s = metrics[f"{split}/decode_tokens_per_s"]
+        ms_per_sentence = metrics[f"{split}/decode_ms_per_sentence"]
+        assert tokens_per_s > 0 and ms_per_sentence > 0
+        tokens_per_sentence = tokens_per_s * ms_per_sentence / 1000  # generated tokens, <eos> included
+        longest = max(len(task.tokenizer.encode(p.src)) + 1 for p in data.corpus.splits[split])
+        assert (
+            1.0 - 1e-3
+            <= tokens_per_sentence
+            <= longest * task.hparams.max_len_ratio + task.hparams.max_len_offset
+        )
+        assert {f"{split}/bleu", f"{split}/chrf"} <= set(metrics)
+
+
+def test_validation_metrics_are_unchanged_by_the_speed_measurement(tested):
+    *_, val_metrics = tested
+    assert set(val_metrics) == {"val/bleu", "val/chrf", "val/loss", "val/ppl"}
+
+
+def test_translate_decodes_any_batches_as_the_test_does_without_touching_the_task_state(tested):
+    task, data, metrics, _ = tested
+    kept = {split: list(hyps) for split, hyps in task.hypotheses.items()}
+    signature = task.bleu_signature
+    hyps, refs = task.translate(reversed(list(data.eval_dataloader("test"))))  # any batch order
+    assert hyps == task.hypotheses["test"] and refs == [p.tgt for p in data.corpus.splits["test"]]
+    assert task.hypotheses == kept and task.bleu_signature == signature
+    scores = task.corpus_scores(hyps, refs)
+    assert torch.tensor(scores["bleu"]).float().item() == metrics["test/bleu"]
+    assert torch.tensor(scores["chrf"]).float().item() == metrics["test/chrf"]
+
+
+def test_generated_tokens_count_up_to_and_including_the_first_eos():
+    out = torch.tensor([[5, 2, 0, 0], [2, 0, 0, 0], [5, 6, 7, 8], [0, 5, 2, 2]])
+    assert _output_lengths(out, eos_id=2).tolist() == [2, 1, 4, 3]

@@ -5,11 +5,28 @@ without smoothing), ``val/bleu``, ``val/chrf``; at test, ``<split>/bleu`` and ``
 evaluation split (``test``, ``test_long``). BLEU and chrF are sacreBLEU's on detokenised text; the
 signature is kept in ``bleu_signature``. Test hypotheses are kept in ``hypotheses`` for the caller
 to write; the task itself writes no files.
+
+Decoding speed at test, per evaluation split (what multi-query and grouped-query attention are for,
+Shazeer 2019; Ainslie et al. 2023):
+
+    <split>/decode_tokens_per_s = generated tokens / seconds inside ``decode_batch``
+    <split>/decode_ms_per_sentence = 1000 × seconds inside ``decode_batch`` / sentences
+
+A sentence's generated tokens are its output up to and including <eos> (beam search: the returned
+hypothesis, not every beam). Time is ``time.perf_counter`` around the decode call only (CUDA is
+synchronised before and after on a GPU), so detokenising and scoring are left out; the first batch's
+warm-up is included. Wall time depends on the machine and its load: compare speeds measured on one
+machine, with the same ``data.eval_batch_size`` and ``decode.*`` settings.
+
+``translate(batches)`` decodes and detokenises any batches the way the test does, and ``corpus_scores``
+scores them, without touching the metrics or hypotheses the task keeps (head pruning uses them).
 """
 
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Iterable
 
 import lightning as L
 import torch
@@ -32,6 +49,23 @@ def inverse_sqrt(warmup_steps: int):
         return min(step / warmup_steps, math.sqrt(warmup_steps / step))
 
     return factor
+
+
+def _accumulator() -> dict:
+    """Decoded output of one split so far, with the time spent decoding it."""
+    return {"index": [], "hyp": [], "ref": [], "nll": 0.0, "tokens": 0, "seconds": 0.0, "generated": 0}
+
+
+def _in_corpus_order(acc: dict) -> tuple[list[str], list[str]]:
+    order = sorted(range(len(acc["index"])), key=acc["index"].__getitem__)
+    return [acc["hyp"][i] for i in order], [acc["ref"][i] for i in order]
+
+
+def _output_lengths(out: torch.Tensor, eos_id: int) -> torch.Tensor:
+    """Tokens generated per row of out (b, t), <eos> included: up to the first <eos>, else the row."""
+    is_eos = out == eos_id  # (b, t)
+    first = is_eos.int().argmax(1) + 1  # (b,)
+    return torch.where(is_eos.any(1), first, torch.full_like(first, out.size(1)))  # (b,)
 
 
 class TranslationTask(L.LightningModule):
@@ -108,11 +142,12 @@ class TranslationTask(L.LightningModule):
         self.log("train/lr", self.optimizers().param_groups[0]["lr"], batch_size=batch["src"].size(0))
         return loss
 
-    def _decode(self, batch: dict, split: str, with_loss: bool) -> None:
+    def decode(self, src: torch.Tensor) -> torch.Tensor:
+        """src (b, s) -> output ids (b, t) with the task's ``decode.*`` settings (``decode_batch``)."""
         hp, tok = self.hparams, self.tokenizer
-        out = decode_batch(
+        return decode_batch(
             self.model,
-            batch["src"],
+            src,
             tok.bos_id,
             tok.eos_id,
             tok.pad_id,
@@ -123,27 +158,59 @@ class TranslationTask(L.LightningModule):
             max_len_offset=hp.max_len_offset,
             use_cache=hp.use_cache,
         )
-        acc = self._eval.setdefault(split, {"index": [], "hyp": [], "ref": [], "nll": 0.0, "tokens": 0})
+
+    def translate(self, batches: Iterable[dict]) -> tuple[list[str], list[str]]:
+        """Decodes ``batches`` (as the datamodule makes them) as the test does.
+
+        Returns:
+            (hypotheses, references), detokenised, in corpus order (by ``batch["index"]``). The metrics,
+            ``hypotheses`` and ``bleu_signature`` of the task are left as they are.
+        """
+        acc = _accumulator()
+        for batch in batches:
+            self._decode_into(acc, {**batch, "src": batch["src"].to(self.device)})
+        return _in_corpus_order(acc)
+
+    def corpus_scores(self, hyps: list[str], refs: list[str]) -> dict[str, float]:
+        """sacreBLEU ``bleu`` and ``chrf`` of detokenised ``hyps`` against ``refs`` (one reference each)."""
+        return {
+            "bleu": self.bleu.corpus_score(hyps, [refs]).score,
+            "chrf": self.chrf.corpus_score(hyps, [refs]).score,
+        }
+
+    def _decode_into(self, acc: dict, batch: dict) -> None:
+        src = batch["src"]  # (b, s)
+        if src.is_cuda:
+            torch.cuda.synchronize(src.device)
+        start = time.perf_counter()
+        out = self.decode(src)  # (b, t)
+        if src.is_cuda:
+            torch.cuda.synchronize(src.device)
+        acc["seconds"] += time.perf_counter() - start
+        acc["generated"] += int(_output_lengths(out, self.tokenizer.eos_id).sum())
         acc["index"] += batch["index"].tolist()
         acc["hyp"] += [self.tokenizer.decode(row.tolist()) for row in out]
         acc["ref"] += batch["ref"]
+
+    def _decode(self, batch: dict, split: str, with_loss: bool) -> None:
+        acc = self._eval.setdefault(split, _accumulator())
+        self._decode_into(acc, batch)
         if with_loss:
             nll, tokens = self.nll(batch, 0.0)
             acc["nll"] += float(nll)
             acc["tokens"] += tokens
 
-    def _score(self, split: str, prefix: str) -> dict[str, float]:
+    def _score(self, split: str, prefix: str, speed: bool = False) -> dict[str, float]:
         acc = self._eval.pop(split)
-        order = sorted(range(len(acc["index"])), key=acc["index"].__getitem__)
-        hyps, refs = [acc["hyp"][i] for i in order], [acc["ref"][i] for i in order]
-        metrics = {
-            f"{prefix}/bleu": self.bleu.corpus_score(hyps, [refs]).score,
-            f"{prefix}/chrf": self.chrf.corpus_score(hyps, [refs]).score,
-        }
+        hyps, refs = _in_corpus_order(acc)
+        metrics = {f"{prefix}/{name}": value for name, value in self.corpus_scores(hyps, refs).items()}
         self.bleu_signature = str(self.bleu.get_signature())
         if acc["tokens"]:
             metrics[f"{prefix}/loss"] = acc["nll"] / acc["tokens"]
             metrics[f"{prefix}/ppl"] = math.exp(min(metrics[f"{prefix}/loss"], 50.0))
+        if speed and acc["seconds"] > 0:
+            metrics[f"{prefix}/decode_tokens_per_s"] = acc["generated"] / acc["seconds"]
+            metrics[f"{prefix}/decode_ms_per_sentence"] = 1000.0 * acc["seconds"] / len(hyps)
         self.hypotheses[split] = hyps
         return metrics
 
@@ -160,7 +227,7 @@ class TranslationTask(L.LightningModule):
     def on_test_epoch_end(self) -> None:
         for split in self.eval_splits:
             if split in self._eval:
-                self.log_dict(self._score(split, split))
+                self.log_dict(self._score(split, split, speed=True))
 
     def configure_optimizers(self):
         hp = self.hparams

@@ -1,7 +1,10 @@
 """MultiHead(Q, K, V) = Concat(g_1 head_1 … g_h head_h) W_O,
-head_i = softmax(score(Q W_Q^i, K W_K^i) + bias) V W_V^i  (Vaswani et al., 2017), g = per-head gate.
+head_i = softmax(score(Q W_Q^i, K W_K^i) + bias) V W_V^i  (Vaswani et al., 2017), g = per-head gate,
+W_Q^i, W_K^i: d_model × d_k,  W_V^i: d_model × d_v,  W_O: h d_v × d_model.
 
-Shape letters: b batch, t_q / t_k query / key length, h query heads, h_kv key/value heads, d head dim.
+Shape letters: b batch, t_q / t_k query / key length, h query heads, h_kv key/value heads, d_k query/key
+head dim (``key_dim``), d_v value head dim (``head_dim``). d_k = d_v unless ``key_dim`` is set: a smaller
+d_k at fixed d_v is Vaswani et al.'s Table 3 row B.
 
 Two paths that agree numerically (tested):
 - fused: ``torch.nn.functional.scaled_dot_product_attention`` for any score that can say how SDPA
@@ -52,6 +55,15 @@ def resolve_head_dim(d_model: int, num_heads: int, head_dim: int | None) -> int:
     return d_model // num_heads
 
 
+def resolve_key_dim(head_dim: int, key_dim: int | None) -> int:
+    """``key_dim`` if given, else ``head_dim`` (queries and keys as wide as values)."""
+    if key_dim is None:
+        return head_dim
+    if key_dim <= 0:
+        raise ValueError(f"model.key_dim must be positive or null, got {key_dim}")
+    return key_dim
+
+
 def _add(a: torch.Tensor | None, b: torch.Tensor | None) -> torch.Tensor | None:
     if a is None:
         return b
@@ -67,10 +79,12 @@ class MultiHeadAttention(nn.Module):
         score: a score module (maps q, k to scores; may offer ``fused``).
         posenc: the positional encoding of this stack; its attention hooks are applied.
         site: ``"encoder"``, ``"decoder"`` or ``"cross"``.
-        head_dim: per-head width (None = d_model / num_heads).
+        head_dim: per-head value width d_v (None = d_model / num_heads).
+        key_dim: per-head query/key width d_k, the width the score sees (None = head_dim).
         num_kv_heads: key/value heads (None = num_heads; 1 = multi-query; else grouped-query).
         dropout: dropout on attention probabilities.
-        projections: False = no Q/K/V/output projections (needs num_heads x head_dim = d_model).
+        projections: False = no Q/K/V/output projections (needs num_heads x head_dim = d_model
+            and key_dim = head_dim).
     """
 
     def __init__(
@@ -84,11 +98,13 @@ class MultiHeadAttention(nn.Module):
         num_kv_heads: int | None = None,
         dropout: float = 0.0,
         projections: bool = True,
+        key_dim: int | None = None,
     ):
         super().__init__()
         if site not in SITES:
             raise ValueError(f"attention site must be one of {SITES}, got '{site}'")
         self.head_dim = resolve_head_dim(d_model, num_heads, head_dim)
+        self.key_dim = resolve_key_dim(self.head_dim, key_dim)
         self.num_heads = num_heads
         self.num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
         if self.num_kv_heads <= 0 or num_heads % self.num_kv_heads:
@@ -101,17 +117,25 @@ class MultiHeadAttention(nn.Module):
                 f"model.projections=false needs model.num_heads x model.head_dim ({num_heads} x "
                 f"{self.head_dim}) = model.d_model ({d_model}) and model.num_kv_heads = model.num_heads"
             )
+        if not projections and self.key_dim != self.head_dim:
+            raise ValueError(
+                f"model.projections=false needs model.key_dim ({self.key_dim}) = model.head_dim "
+                f"({self.head_dim}): queries, keys and values are all the input"
+            )
         self.site, self.score, self.posenc, self.dropout = site, score, posenc, dropout
-        inner, kv_inner = num_heads * self.head_dim, self.num_kv_heads * self.head_dim
         linear = nn.Linear if projections else (lambda i, o: nn.Identity())
-        self.q_proj, self.k_proj = linear(d_model, inner), linear(d_model, kv_inner)
-        self.v_proj, self.out_proj = linear(d_model, kv_inner), linear(inner, d_model)
+        self.q_proj = linear(d_model, num_heads * self.key_dim)  # h d_k
+        self.k_proj = linear(d_model, self.num_kv_heads * self.key_dim)  # h_kv d_k
+        self.v_proj = linear(d_model, self.num_kv_heads * self.head_dim)  # h_kv d_v
+        self.out_proj = linear(num_heads * self.head_dim, d_model)  # h d_v -> d_model
         self.head_gate = nn.Parameter(torch.ones(num_heads), requires_grad=False)  # (h,)
         self.probs = AttentionProbs()
 
-    def _split(self, x: torch.Tensor, heads: int) -> torch.Tensor:
+    @staticmethod
+    def _split(x: torch.Tensor, heads: int, dim: int) -> torch.Tensor:
+        """x (b, t, heads dim) -> (b, heads, t, dim)."""
         b, t, _ = x.shape
-        return x.view(b, t, heads, self.head_dim).transpose(1, 2)  # (b, heads, t, d)
+        return x.view(b, t, heads, dim).transpose(1, 2)  # (b, heads, t, dim)
 
     def forward(
         self,
@@ -127,23 +151,23 @@ class MultiHeadAttention(nn.Module):
         With a ``cache``, ``x_kv`` holds the new keys' inputs only (b, t_new, d_model) and ``k_pos`` all
         t_k key positions; the keys and values attended to are the cache's after the update.
         """
-        q = self._split(self.q_proj(x_q), self.num_heads)  # (b, h, t_q, d)
+        h, h_kv, d_k, d_v = self.num_heads, self.num_kv_heads, self.key_dim, self.head_dim
+        q = self._split(self.q_proj(x_q), h, d_k)  # (b, h, t_q, d_k)
         if cache is None:
-            k = self._split(self.k_proj(x_kv), self.num_kv_heads)  # (b, h_kv, t_k, d)
-            v = self._split(self.v_proj(x_kv), self.num_kv_heads)  # (b, h_kv, t_k, d)
+            k = self._split(self.k_proj(x_kv), h_kv, d_k)  # (b, h_kv, t_k, d_k)
+            v = self._split(self.v_proj(x_kv), h_kv, d_v)  # (b, h_kv, t_k, d_v)
             q, k = self.posenc.rotate(q, k, q_pos, k_pos, self.site)
         elif cache.ready:  # the source's keys and values, projected on the first step
-            k, v = cache.k, cache.v  # (b, h_kv, t_k, d)
+            k, v = cache.k, cache.v  # (b, h_kv, t_k, d_k), (b, h_kv, t_k, d_v)
             q, _ = self.posenc.rotate(q, k[:, :, :0], q_pos, k_pos[:0], self.site)  # q only
         else:
-            k = self._split(self.k_proj(x_kv), self.num_kv_heads)  # (b, h_kv, t_new, d)
-            v = self._split(self.v_proj(x_kv), self.num_kv_heads)  # (b, h_kv, t_new, d)
+            k = self._split(self.k_proj(x_kv), h_kv, d_k)  # (b, h_kv, t_new, d_k)
+            v = self._split(self.v_proj(x_kv), h_kv, d_v)  # (b, h_kv, t_new, d_v)
             q, k = self.posenc.rotate(q, k, q_pos, k_pos[k_pos.size(0) - k.size(2) :], self.site)
-            k, v = cache.update(k, v)  # (b, h_kv, t_k, d)
-        if self.num_kv_heads != self.num_heads:
-            group = self.num_heads // self.num_kv_heads
-            k = k.repeat_interleave(group, dim=1)  # (b, h, t_k, d)
-            v = v.repeat_interleave(group, dim=1)  # (b, h, t_k, d)
+            k, v = cache.update(k, v)  # (b, h_kv, t_k, d_k), (b, h_kv, t_k, d_v)
+        if h_kv != h:
+            k = k.repeat_interleave(h // h_kv, dim=1)  # (b, h, t_k, d_k)
+            v = v.repeat_interleave(h // h_kv, dim=1)  # (b, h, t_k, d_v)
         bias = _add(
             self.posenc.bias(q_pos, k_pos, self.site),  # (1, h, t_q, t_k) or None
             self.posenc.score_terms(q, q_pos, k_pos, self.site),  # (b, h, t_q, t_k) or None
@@ -158,23 +182,25 @@ class MultiHeadAttention(nn.Module):
             out = self._explicit(q, k, v, mask, bias, q_pos, k_pos)
         if mask is not None:
             out = out.masked_fill(~mask.any(-1, keepdim=True), 0.0)  # empty rows -> 0 on every backend
-        out = out * self.head_gate.view(1, -1, 1, 1)  # (b, h, t_q, d)
+        out = out * self.head_gate.view(1, -1, 1, 1)  # (b, h, t_q, d_v)
         b, _, t_q, _ = out.shape
-        return self.out_proj(out.transpose(1, 2).reshape(b, t_q, -1))  # (b, t_q, d_model)
+        return self.out_proj(out.transpose(1, 2).reshape(b, t_q, -1))  # (b, t_q, h d_v) -> (b, t_q, d_model)
 
     def _fused(self, q, k, v, mask, bias, scale) -> torch.Tensor:
+        """q (b, h, t_q, d_k), k (b, h, t_k, d_k), v (b, h, t_k, d_v) -> (b, h, t_q, d_v)."""
         attn_mask = mask
         if bias is not None:
             attn_mask = bias if mask is None else bias.masked_fill(~mask, torch.finfo(bias.dtype).min)
         dropout = self.dropout if self.training else 0.0
         return F.scaled_dot_product_attention(
             q, k, v, attn_mask=attn_mask, dropout_p=dropout, scale=scale
-        )  # (b, h, t_q, d)
+        )  # (b, h, t_q, d_v)
 
     def _explicit(self, q, k, v, mask, bias, q_pos, k_pos) -> torch.Tensor:
+        """q (b, h, t_q, d_k), k (b, h, t_k, d_k), v (b, h, t_k, d_v) -> (b, h, t_q, d_v)."""
         scores = self.score(q, k)  # (b, h, t_q, t_k)
         if bias is not None:
             scores = scores + bias
         p = self.probs(scores, mask)  # (b, h, t_q, t_k)
         p = F.dropout(p, self.dropout, self.training)
-        return _add(p @ v, self.posenc.value_terms(p, q_pos, k_pos, self.site))  # (b, h, t_q, d)
+        return _add(p @ v, self.posenc.value_terms(p, q_pos, k_pos, self.site))  # (b, h, t_q, d_v)

@@ -1,7 +1,7 @@
 """K_≤t = [K_<t; x_t W_K], V_≤t = [V_<t; x_t W_V]: what incremental decoding keeps between steps.
 
 Shape letters: b batch (sentences × beams), h_kv key/value heads, t keys so far, s source length,
-d head dim.
+d_k key head dim (``model.key_dim``), d_v value head dim (``model.head_dim``).
 
 Without a cache, decoding step t re-runs the decoder over the whole prefix: every layer projects and
 attends from all t positions again, and cross-attention re-projects the source, O(t) work for one new
@@ -19,7 +19,7 @@ import torch
 
 
 class KVCache:
-    """Keys and values of one attention module, (b, h_kv, t, d) each, or None before the first call.
+    """Keys (b, h_kv, t, d_k) and values (b, h_kv, t, d_v) of one attention module; None before a call.
 
     Args:
         static: True for cross-attention: keys and values are computed on the first call and reused
@@ -37,18 +37,19 @@ class KVCache:
         return self.static and self.k is not None
 
     def update(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Stores new keys/values (b, h_kv, t_new, d); returns all of them, (b, h_kv, t, d) each."""
+        """Stores new keys (b, h_kv, t_new, d_k) and values (b, h_kv, t_new, d_v); returns all so far."""
         if self.k is None or self.static:
             self.k, self.v = k, v
         else:
-            self.k = torch.cat([self.k, k], dim=2)  # (b, h_kv, t, d)
-            self.v = torch.cat([self.v, v], dim=2)  # (b, h_kv, t, d)
+            self.k = torch.cat([self.k, k], dim=2)  # (b, h_kv, t, d_k)
+            self.v = torch.cat([self.v, v], dim=2)  # (b, h_kv, t, d_v)
         return self.k, self.v
 
     def reorder(self, index: torch.Tensor) -> None:
         """Keeps rows ``index`` (b',) of the batch, in that order (beam search follows its beams)."""
         if self.k is not None:
-            self.k, self.v = self.k.index_select(0, index), self.v.index_select(0, index)  # (b', h_kv, t, d)
+            self.k = self.k.index_select(0, index)  # (b', h_kv, t, d_k)
+            self.v = self.v.index_select(0, index)  # (b', h_kv, t, d_v)
 
 
 class DecoderCache:

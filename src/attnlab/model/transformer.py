@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from attnlab.attention.masks import causal_mask, combine, padding_mask
-from attnlab.attention.multi_head import SITES, MultiHeadAttention, resolve_head_dim
+from attnlab.attention.multi_head import SITES, MultiHeadAttention, resolve_head_dim, resolve_key_dim
 from attnlab.attention.patterns.full import FullPattern
 from attnlab.attention.scores.scaled_dot import ScaledDotScore
 from attnlab.model.cache import DecoderCache
@@ -134,6 +134,7 @@ def build_transformer(
     d_model: int = 128,
     num_heads: int = 4,
     head_dim: int | None = None,
+    key_dim: int | None = None,
     num_kv_heads: int | None = None,
     encoder_layers: int = 2,
     decoder_layers: int = 2,
@@ -149,9 +150,13 @@ def build_transformer(
 ) -> Seq2Seq:
     """Builds the model from sizes and factories for the score, mask pattern and positional encoding.
 
-    ``score`` and ``posenc`` are called with ``head_dim``, ``num_heads`` (and ``d_model`` for posenc),
-    the way Hydra ``_partial_`` configs are finished. ``projections=False`` is the textbook simplified
-    attention (Q = K = V = X); ``padding_mask=False`` lets attention see padded keys (an ablation).
+    ``score`` is called with ``key_dim`` (the query/key width d_k it scores over) and ``num_heads``;
+    ``posenc`` with ``d_model``, ``num_heads``, ``head_dim`` (the value width d_v) and ``key_dim`` (None
+    when it is not set, meaning head_dim): the way Hydra ``_partial_`` configs are finished.
+    ``head_dim=None`` is d_model / num_heads; ``key_dim=None`` is head_dim, and a smaller ``key_dim`` at
+    fixed ``head_dim`` is Vaswani et al. (2017), Table 3 row B. ``projections=False`` is the textbook
+    simplified attention (Q = K = V = X); ``padding_mask=False`` lets attention see padded keys (an
+    ablation).
     """
     for key, value in dict(
         d_model=d_model,
@@ -170,18 +175,20 @@ def build_transformer(
         if unknown:
             raise ValueError(f"attention.{key} has unknown sites {unknown}; choose from {list(SITES)}")
     d = resolve_head_dim(d_model, num_heads, head_dim)
-    enc_pe = posenc(d_model=d_model, num_heads=num_heads, head_dim=d)
-    dec_pe = posenc(d_model=d_model, num_heads=num_heads, head_dim=d)
+    d_k = resolve_key_dim(d, key_dim)
+    enc_pe = posenc(d_model=d_model, num_heads=num_heads, head_dim=d, key_dim=key_dim)
+    dec_pe = posenc(d_model=d_model, num_heads=num_heads, head_dim=d, key_dim=key_dim)
 
     def attention(site: str, pe: PositionalEncoding) -> MultiHeadAttention:
         site_score = score if site in score_sites else ScaledDotScore
         return MultiHeadAttention(
             d_model,
             num_heads,
-            site_score(head_dim=d, num_heads=num_heads),
+            site_score(key_dim=d_k, num_heads=num_heads),
             pe,
             site,
             head_dim=d,
+            key_dim=d_k,
             num_kv_heads=num_kv_heads,
             dropout=attention_dropout,
             projections=projections,

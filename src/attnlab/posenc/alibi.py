@@ -46,10 +46,11 @@ class ALiBiBias(PositionalEncoding):
         d_model: unused.
         num_heads: query heads; each gets its own slope.
         head_dim: unused.
+        key_dim: unused.
     """
 
-    def __init__(self, d_model: int, num_heads: int, head_dim: int):
-        super().__init__(d_model, num_heads, head_dim)
+    def __init__(self, d_model: int, num_heads: int, head_dim: int, key_dim: int | None = None):
+        super().__init__(d_model, num_heads, head_dim, key_dim)
         self.register_buffer("slopes", torch.tensor(alibi_slopes(num_heads)), persistent=False)  # (h,)
 
     def bias(self, q_pos: torch.Tensor, k_pos: torch.Tensor, site: str) -> torch.Tensor | None:

@@ -8,6 +8,11 @@
   ``needs_probs = True``, which sends attention through the explicit path (the probabilities must exist).
 
 One instance serves one stack (encoder or decoder); the decoder's also serves cross-attention.
+Every encoding is built as ``(d_model, num_heads, head_dim, key_dim)`` plus its own hyperparameters
+(a Hydra ``_partial_`` finished by ``build_transformer``): ``head_dim`` is the value width d_v,
+``key_dim`` the query/key width d_k (None = head_dim), so what touches q and k uses d_k and what adds
+to the output uses d_v. Shape letters: b batch, h query heads, h_kv key/value heads, t_q / t_k query /
+key length, d_k query/key head dim, d_v value head dim.
 ``site`` is ``"encoder"``, ``"decoder"`` or ``"cross"``, so an encoding can treat them differently
 (e.g. symmetric vs causal ALiBi).
 """
@@ -23,7 +28,7 @@ class PositionalEncoding(nn.Module):
 
     needs_probs = False
 
-    def __init__(self, d_model: int, num_heads: int, head_dim: int):
+    def __init__(self, d_model: int, num_heads: int, head_dim: int, key_dim: int | None = None):
         super().__init__()
 
     def embed(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
@@ -33,7 +38,7 @@ class PositionalEncoding(nn.Module):
     def rotate(
         self, q: torch.Tensor, k: torch.Tensor, q_pos: torch.Tensor, k_pos: torch.Tensor, site: str
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """q (b, h, t_q, d), k (b, h_kv, t_k, d) -> same shapes."""
+        """q (b, h, t_q, d_k), k (b, h_kv, t_k, d_k) -> same shapes."""
         return q, k
 
     def bias(self, q_pos: torch.Tensor, k_pos: torch.Tensor, site: str) -> torch.Tensor | None:
@@ -43,11 +48,11 @@ class PositionalEncoding(nn.Module):
     def score_terms(
         self, q: torch.Tensor, q_pos: torch.Tensor, k_pos: torch.Tensor, site: str
     ) -> torch.Tensor | None:
-        """Query-dependent additive score terms: q (b, h, t_q, d) -> (b, h, t_q, t_k), or None."""
+        """Query-dependent additive score terms: q (b, h, t_q, d_k) -> (b, h, t_q, t_k), or None."""
         return None
 
     def value_terms(
         self, p: torch.Tensor, q_pos: torch.Tensor, k_pos: torch.Tensor, site: str
     ) -> torch.Tensor | None:
-        """Output additions from probabilities: p (b, h, t_q, t_k) -> (b, h, t_q, d), or None."""
+        """Output additions from probabilities: p (b, h, t_q, t_k) -> (b, h, t_q, d_v), or None."""
         return None

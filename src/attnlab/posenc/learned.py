@@ -20,11 +20,14 @@ class LearnedPositions(PositionalEncoding):
         d_model: model width (the table's row width).
         num_heads: unused (the table acts on embeddings, not heads).
         head_dim: unused.
+        key_dim: unused.
         max_len: number of positions the table holds; positions 0 … max_len − 1 are valid.
     """
 
-    def __init__(self, d_model: int, num_heads: int, head_dim: int, max_len: int = 512):
-        super().__init__(d_model, num_heads, head_dim)
+    def __init__(
+        self, d_model: int, num_heads: int, head_dim: int, key_dim: int | None = None, max_len: int = 512
+    ):
+        super().__init__(d_model, num_heads, head_dim, key_dim)
         if max_len <= 0:
             raise ValueError(f"posenc.max_len must be positive, got {max_len}")
         self.max_len = max_len

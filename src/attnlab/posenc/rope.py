@@ -10,7 +10,8 @@ target word i attends near source word i (a monotone, diagonal alignment), which
 reordering language pairs (the synthetic corpus is SVO → SOV) and would also bias the alignment error
 rate we measure on cross-attention. Content alone finds the source word, as in T5's and ALiBi's
 cross-attention (neither adds positions there); the encoder's memory already carries relative order.
-Shape letters: b batch, h heads, t length, d head_dim.
+Queries and keys are rotated, values never: pairs run over the query/key width d_k (``model.key_dim``,
+which defaults to ``model.head_dim``). Shape letters: b batch, h heads, t length, d_k query/key head dim.
 """
 
 from __future__ import annotations
@@ -26,25 +27,30 @@ class RotaryEmbedding(PositionalEncoding):
     Args:
         d_model: unused (RoPE acts per head).
         num_heads: unused (every head gets the same rotation).
-        head_dim: per-head width; must be even (dimensions rotate in pairs).
-        base: wavelength base; θ_i = base^(−2i/head_dim).
+        head_dim: per-head value width; the rotated width when ``key_dim`` is None.
+        key_dim: per-head query/key width d_k (None = head_dim); must be even (dimensions rotate in
+            pairs).
+        base: wavelength base; θ_i = base^(−2i/d_k).
     """
 
-    def __init__(self, d_model: int, num_heads: int, head_dim: int, base: float = 10000.0):
-        super().__init__(d_model, num_heads, head_dim)
-        if head_dim % 2:
-            raise ValueError(f"rope rotates dimension pairs and needs an even model.head_dim, got {head_dim}")
+    def __init__(
+        self, d_model: int, num_heads: int, head_dim: int, key_dim: int | None = None, base: float = 10000.0
+    ):
+        super().__init__(d_model, num_heads, head_dim, key_dim)
+        key, d_k = ("model.head_dim", head_dim) if key_dim is None else ("model.key_dim", key_dim)
+        if d_k % 2:
+            raise ValueError(f"rope rotates dimension pairs and needs an even {key}, got {d_k}")
         if base <= 1:
             raise ValueError(f"posenc.base must be greater than 1, got {base}")
-        inv_freq = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)  # (d/2,)
+        inv_freq = base ** (-torch.arange(0, d_k, 2, dtype=torch.float64) / d_k)  # (d_k/2,)
         self.register_buffer("inv_freq", inv_freq.float(), persistent=False)
 
     def _rotate(self, x: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
-        """x (b, h, t, d), pos (t,) -> (b, h, t, d)."""
-        angles = pos.to(self.inv_freq.dtype)[:, None] * self.inv_freq[None, :]  # (t, d/2)
-        cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)  # (t, d/2)
-        x1, x2 = x[..., 0::2], x[..., 1::2]  # (b, h, t, d/2)
-        return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)  # (b, h, t, d)
+        """x (b, h, t, d_k), pos (t,) -> (b, h, t, d_k)."""
+        angles = pos.to(self.inv_freq.dtype)[:, None] * self.inv_freq[None, :]  # (t, d_k/2)
+        cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)  # (t, d_k/2)
+        x1, x2 = x[..., 0::2], x[..., 1::2]  # (b, h, t, d_k/2)
+        return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)  # (b, h, t, d_k)
 
     def rotate(
         self, q: torch.Tensor, k: torch.Tensor, q_pos: torch.Tensor, k_pos: torch.Tensor, site: str

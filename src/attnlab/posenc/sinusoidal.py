@@ -15,8 +15,10 @@ from attnlab.posenc.base import PositionalEncoding
 class SinusoidalPositions(PositionalEncoding):
     """Fixed sinusoids, computed for any position on demand (no length limit)."""
 
-    def __init__(self, d_model: int, num_heads: int, head_dim: int, base: float = 10000.0):
-        super().__init__(d_model, num_heads, head_dim)
+    def __init__(
+        self, d_model: int, num_heads: int, head_dim: int, key_dim: int | None = None, base: float = 10000.0
+    ):
+        super().__init__(d_model, num_heads, head_dim, key_dim)
         if d_model % 2:
             raise ValueError(f"sinusoidal positions need an even model.d_model, got {d_model}")
         inv_freq = torch.exp(torch.arange(0, d_model, 2).float() * (-math.log(base) / d_model))

@@ -57,14 +57,21 @@ class T5RelativeBias(PositionalEncoding):
         d_model: model width (sets the initial scale of the table, as in T5).
         num_heads: query heads; each has its own column of the table.
         head_dim: unused.
+        key_dim: unused.
         num_buckets: buckets per site (bidirectional sites split them between the two directions).
         max_distance: distance from which all keys share one bucket.
     """
 
     def __init__(
-        self, d_model: int, num_heads: int, head_dim: int, num_buckets: int = 32, max_distance: int = 128
+        self,
+        d_model: int,
+        num_heads: int,
+        head_dim: int,
+        key_dim: int | None = None,
+        num_buckets: int = 32,
+        max_distance: int = 128,
     ):
-        super().__init__(d_model, num_heads, head_dim)
+        super().__init__(d_model, num_heads, head_dim, key_dim)
         if num_buckets < 4:
             raise ValueError(f"posenc.num_buckets must be at least 4, got {num_buckets}")
         if max_distance <= num_buckets // 2:

@@ -1,7 +1,7 @@
 """score(q, k) = vᵀ tanh(W_q q + W_k k), W_q, W_k, v per head  (Bahdanau et al., 2015).
 
-Shape letters: b batch, h heads, t_q / t_k query / key length, d head dim, n hidden size, m queries in
-a chunk.
+Shape letters: b batch, h heads, t_q / t_k query / key length, d_k query/key head dim, n hidden size,
+m queries in a chunk.
 
 The score needs tanh of every (query, key, hidden) triple: (b, h, t_q, t_k, n) values. They are never
 held whole. ``AdditiveScores`` (an ``autograd.Function``) visits a chunk of queries at a time, keeps only
@@ -114,33 +114,33 @@ class AdditiveScore(nn.Module):
     """Additive (Bahdanau) score: a one-hidden-layer network on each (query, key) pair.
 
     Args:
-        head_dim: per-head width d.
-        num_heads: heads h; each has its own W_q, W_k (d, n) and v (n,).
-        hidden_dim: hidden size n; None = head_dim.
+        key_dim: query/key width d_k.
+        num_heads: heads h; each has its own W_q, W_k (d_k, n) and v (n,).
+        hidden_dim: hidden size n; None = key_dim.
         max_chunk_elements: bound on the (b, h, chunk, t_k, n) tensor held at once; a chunk has at
             least one query, so the bound is really max(max_chunk_elements, b·h·t_k·n).
     """
 
     def __init__(
         self,
-        head_dim: int,
+        key_dim: int,
         num_heads: int,
         hidden_dim: int | None = None,
         max_chunk_elements: int = MAX_CHUNK_ELEMENTS,
     ):
         super().__init__()
-        n = head_dim if hidden_dim is None else hidden_dim
+        n = key_dim if hidden_dim is None else hidden_dim
         if n <= 0:
             raise ValueError(f"attention.score.hidden_dim must be positive or null, got {hidden_dim}")
         self.hidden_dim, self.max_chunk_elements = n, max_chunk_elements
-        bound_in, bound_out = head_dim**-0.5, n**-0.5  # nn.Linear's default ranges
-        w_shape = (num_heads, head_dim, n)
-        self.w_q = nn.Parameter(torch.empty(w_shape).uniform_(-bound_in, bound_in))  # (h, d, n)
-        self.w_k = nn.Parameter(torch.empty(w_shape).uniform_(-bound_in, bound_in))  # (h, d, n)
+        bound_in, bound_out = key_dim**-0.5, n**-0.5  # nn.Linear's default ranges
+        w_shape = (num_heads, key_dim, n)
+        self.w_q = nn.Parameter(torch.empty(w_shape).uniform_(-bound_in, bound_in))  # (h, d_k, n)
+        self.w_k = nn.Parameter(torch.empty(w_shape).uniform_(-bound_in, bound_in))  # (h, d_k, n)
         self.v = nn.Parameter(torch.empty(num_heads, n).uniform_(-bound_out, bound_out))  # (h, n)
 
     def forward(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-        """(b, h, t_q, d), (b, h, t_k, d) -> (b, h, t_q, t_k)."""
+        """(b, h, t_q, d_k), (b, h, t_k, d_k) -> (b, h, t_q, t_k)."""
         a = q @ self.w_q  # (b, h, t_q, n)
         c = k @ self.w_k  # (b, h, t_k, n)
         b, h, _, n = a.shape

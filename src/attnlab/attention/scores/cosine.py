@@ -1,6 +1,6 @@
 """score(q, k) = τ · q · k / (‖q‖ ‖k‖), τ learned per head  (Henry et al., 2020, QKNorm; Liu et al., 2022).
 
-Shape letters: b batch, h heads, t_q / t_k query / key length, d head dim.
+Shape letters: b batch, h heads, t_q / t_k query / key length, d_k query/key head dim.
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ class CosineScore(nn.Module):
     log τ, which keeps it positive and lets it move by factors rather than steps.
 
     Args:
-        head_dim: per-head width d.
+        key_dim: query/key width d_k.
         num_heads: heads h (one temperature each).
-        init_temperature: τ at initialisation; None = sqrt(d), the scale of scaled dot product.
+        init_temperature: τ at initialisation; None = sqrt(d_k), the scale of scaled dot product.
     """
 
-    def __init__(self, head_dim: int, num_heads: int, init_temperature: float | None = 10.0):
+    def __init__(self, key_dim: int, num_heads: int, init_temperature: float | None = 10.0):
         super().__init__()
-        tau = math.sqrt(head_dim) if init_temperature is None else init_temperature
+        tau = math.sqrt(key_dim) if init_temperature is None else init_temperature
         if tau <= 0:
             raise ValueError(f"attention.score.init_temperature must be positive, got {tau}")
         self.log_temperature = nn.Parameter(torch.full((num_heads,), math.log(tau)))  # (h,)
@@ -38,10 +38,10 @@ class CosineScore(nn.Module):
 
     def _normalised(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         tau = self.temperature.to(q.dtype)[:, None, None]  # (h, 1, 1)
-        return F.normalize(q, dim=-1) * tau, F.normalize(k, dim=-1)  # (b, h, t_q, d), (b, h, t_k, d)
+        return F.normalize(q, dim=-1) * tau, F.normalize(k, dim=-1)  # (b, h, t_q, d_k), (b, h, t_k, d_k)
 
     def forward(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-        """(b, h, t_q, d), (b, h, t_k, d) -> (b, h, t_q, t_k)."""
+        """(b, h, t_q, d_k), (b, h, t_k, d_k) -> (b, h, t_q, t_k)."""
         q, k = self._normalised(q, k)
         return q @ k.transpose(-2, -1)  # (b, h, t_q, t_k)
 

@@ -9,15 +9,15 @@ from torch import nn
 class DotScore(nn.Module):
     """Unscaled dot-product score; SDPA computes it with ``scale=1``, so it runs on the fused path.
 
-    Without the 1/sqrt(d) of scaled dot, score variance grows with the head width, which is the
-    ablation this option exists for.
+    Without the 1/sqrt(d_k) of scaled dot, score variance grows with the query/key width d_k, which is
+    the ablation this option exists for.
     """
 
-    def __init__(self, head_dim: int, num_heads: int):
+    def __init__(self, key_dim: int, num_heads: int):
         super().__init__()
 
     def forward(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-        """(b, h, t_q, d), (b, h, t_k, d) -> (b, h, t_q, t_k)."""
+        """(b, h, t_q, d_k), (b, h, t_k, d_k) -> (b, h, t_q, t_k)."""
         return q @ k.transpose(-2, -1)  # (b, h, t_q, t_k)
 
     def fused(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, float]:

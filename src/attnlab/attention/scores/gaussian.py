@@ -1,8 +1,8 @@
 """score(q, k) = −‖q − k‖² / (2σ²), σ learned per head  (a Gaussian / RBF kernel on q, k).
 
-Shape letters: b batch, h heads, t_q / t_k query / key length, d head dim.
+Shape letters: b batch, h heads, t_q / t_k query / key length, d_k query/key head dim.
 
-‖q − k‖² is expanded as ‖q‖² − 2 q·k + ‖k‖², so no (b, h, t_q, t_k, d) tensor is ever made. The ‖q‖²
+‖q − k‖² is expanded as ‖q‖² − 2 q·k + ‖k‖², so no (b, h, t_q, t_k, d_k) tensor is ever made. The ‖q‖²
 term is constant along a softmax row and does not change the attention, but ``forward`` keeps it so the
 score is the true one (hooks and tests see −distance). SDPA has no per-key bias other than the mask, so
 there is no ``fused`` form: this score always takes the explicit path.
@@ -22,15 +22,15 @@ class GaussianScore(nn.Module):
     σ is stored as log σ (positive, multiplicative steps).
 
     Args:
-        head_dim: per-head width d.
+        key_dim: query/key width d_k.
         num_heads: heads h (one width each).
-        init_sigma: σ at initialisation; None = d^(1/4), for which the q·k term is q·k / sqrt(d), the
-            scaled dot product.
+        init_sigma: σ at initialisation; None = d_k^(1/4), for which the q·k term is q·k / sqrt(d_k),
+            the scaled dot product.
     """
 
-    def __init__(self, head_dim: int, num_heads: int, init_sigma: float | None = None):
+    def __init__(self, key_dim: int, num_heads: int, init_sigma: float | None = None):
         super().__init__()
-        sigma = head_dim**0.25 if init_sigma is None else init_sigma
+        sigma = key_dim**0.25 if init_sigma is None else init_sigma
         if sigma <= 0:
             raise ValueError(f"attention.score.init_sigma must be positive, got {sigma}")
         self.log_sigma = nn.Parameter(torch.full((num_heads,), math.log(sigma)))  # (h,)
@@ -41,7 +41,7 @@ class GaussianScore(nn.Module):
         return self.log_sigma.exp()
 
     def forward(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-        """(b, h, t_q, d), (b, h, t_k, d) -> (b, h, t_q, t_k)."""
+        """(b, h, t_q, d_k), (b, h, t_k, d_k) -> (b, h, t_q, t_k)."""
         qq = q.pow(2).sum(-1, keepdim=True)  # (b, h, t_q, 1)
         kk = k.pow(2).sum(-1).unsqueeze(-2)  # (b, h, 1, t_k)
         sq_dist = (qq + kk - 2 * (q @ k.transpose(-2, -1))).clamp_min(0)  # (b, h, t_q, t_k)
