@@ -1,5 +1,8 @@
 """``results.json``: the one file every run leaves in its run directory, completed or failed.
 
+Besides the schema of DESIGN.md it records ``env``: the commit, machine and versions the run was made
+with (``attnlab.provenance``), so a results table can say where its numbers come from.
+
 Written atomically (temporary file, then rename), so a reader never sees half a result.
 """
 
@@ -9,6 +12,8 @@ import json
 import math
 import os
 from pathlib import Path
+
+from attnlab.provenance import provenance
 
 RESULTS = "results.json"
 
@@ -40,6 +45,7 @@ def write_results(
         "seed": seed,
         "metrics": {k: _clean(float(v)) for k, v in sorted(metrics.items())},
         "sacrebleu": sacrebleu,
+        "env": provenance(),
     }
     path = Path(run_dir) / RESULTS
     path.parent.mkdir(parents=True, exist_ok=True)
