@@ -75,3 +75,62 @@ def self_attention_mask_with_an_empty_row() -> torch.Tensor:
     mask = mask.expand(2, 1, 5, 5).clone()
     mask[0, 0, 2] = False
     return mask
+
+
+def config_options(group: str) -> list[str]:
+    """The options of a config group, from its folder: ``config_options("posenc")``."""
+    from attnlab.train import CONF_DIR
+
+    return [p.stem for p in sorted((Path(CONF_DIR) / group).glob("*.yaml"))]
+
+
+@pytest.fixture(scope="module")
+def compose_cfg():
+    """``compose_cfg(overrides)`` composes ``train.yaml`` with Hydra's compose API."""
+    from hydra import compose, initialize_config_dir
+
+    from attnlab.train import CONF_DIR
+
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        yield lambda overrides: compose("train", overrides=overrides)
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """Tiny models gain nothing from threads, and on a shared machine waiting for them costs 100x."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+DECODE_VOCAB, DECODE_PAD = 24, 0
+
+
+def tiny_decode_model(compose_cfg, *overrides: str, seed: int = 0):
+    """A tiny untied model (tied random embeddings mostly copy the input token) with 2 heads, for
+    decoding tests on ``DECODE_VOCAB`` token ids."""
+    from attnlab.train import build_model
+
+    cfg = compose_cfg(
+        [
+            "model.d_model=16",
+            "model.num_heads=2",
+            "model.ffn_dim=32",
+            "model.encoder_layers=1",
+            "model.decoder_layers=2",
+            "model.dropout=0.0",
+            "model.tie_embeddings=false",
+            *overrides,
+        ]
+    )
+    torch.manual_seed(seed)
+    return build_model(cfg, DECODE_VOCAB, DECODE_PAD).eval()
+
+
+def rotated_combos() -> list[tuple[str, str, str]]:
+    """Every (score, posenc) pair with the masks taking turns, so every score × mask and posenc × mask
+    pair occurs too."""
+    scores, posencs = config_options("attention/score"), config_options("posenc")
+    masks = config_options("attention/mask")
+    return [(s, p, masks[(i + j) % len(masks)]) for i, s in enumerate(scores) for j, p in enumerate(posencs)]

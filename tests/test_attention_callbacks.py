@@ -120,7 +120,8 @@ def test_the_stats_callback_reports_entropy_per_head_and_aer_against_gold(setup,
     corpus, tok, data, module = setup
     logger = StubLogger()
     callback = AttentionStats(tmp_path, split="test")
-    callback.on_test_epoch_end(SimpleNamespace(datamodule=data, loggers=[logger], global_step=5), module)
+    trainer = SimpleNamespace(datamodule=data, loggers=[logger], global_step=5, is_global_zero=True)
+    callback.on_test_epoch_end(trainer, module)
     m = module.logged
     for site in ("encoder", "decoder", "cross"):
         assert f"test/entropy/{site}" in m and f"test/max_weight/{site}" in m
@@ -139,3 +140,16 @@ def test_the_stats_callback_reports_entropy_per_head_and_aer_against_gold(setup,
         f"attention/entropy/{s}" for s in ("encoder", "decoder", "cross")
     }
     assert (tmp_path / "test" / "entropy_cross.png").is_file()
+
+
+def test_under_ddp_only_global_rank_0_draws_maps_and_computes_head_statistics(setup, tmp_path):
+    corpus, tok, data, module = setup
+    logger, logged = StubLogger(), {}
+    other_rank = SimpleNamespace(
+        datamodule=data, loggers=[logger], global_step=5, is_global_zero=False, sanity_checking=False
+    )
+    rank_1 = SimpleNamespace(**{**vars(module), "log_dict": logged.update})
+    AttentionMaps(tmp_path, tok, [corpus.splits["valid"][0].src]).on_test_epoch_end(other_rank, rank_1)
+    stats = AttentionStats(tmp_path, split="test")
+    stats.on_test_epoch_end(other_rank, rank_1)
+    assert not list(tmp_path.rglob("*")) and not logger.images and not logged and not stats.metrics

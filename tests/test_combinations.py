@@ -1,28 +1,22 @@
 """Every score × posenc × mask composes through Hydra and trains 5 steps without NaN; every score and
 every posenc also trains with queries and keys narrower than values (``model.key_dim``)."""
 
-from pathlib import Path
-
 import pytest
 import torch
-from hydra import compose, initialize_config_dir
 
 from attnlab.data.datamodule import Collate, EncodedSplit
 from attnlab.data.synthetic import generate
 from attnlab.data.tokenizer import WordTokenizer
 from attnlab.task import TranslationTask
-from attnlab.train import CONF_DIR, build_model
+from attnlab.train import build_model
 
-
-def options(group: str) -> list[str]:
-    return [p.stem for p in sorted((Path(CONF_DIR) / group).glob("*.yaml"))]
-
+from conftest import config_options
 
 COMBOS = [
     (s, p, m)
-    for s in options("attention/score")
-    for p in options("posenc")
-    for m in options("attention/mask")
+    for s in config_options("attention/score")
+    for p in config_options("posenc")
+    for m in config_options("attention/mask")
 ]
 
 
@@ -34,12 +28,6 @@ def batches():
     )
     split, collate = EncodedSplit(corpus.splits["train"], tok), Collate(tok.pad_id)
     return tok, [collate([split[i] for i in range(16)])]
-
-
-@pytest.fixture(scope="module")
-def compose_cfg():
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        yield lambda overrides: compose("train", overrides=overrides)
 
 
 def train_five_steps(cfg, batches) -> tuple[TranslationTask, list[float]]:
@@ -88,7 +76,7 @@ def test_every_score_posenc_and_mask_combination_trains_without_nan(
 
 
 # each score once and each posenc once (the pairs rotate), with d_k = 4 < d_v = 8
-SCORES, POSENCS = options("attention/score"), options("posenc")
+SCORES, POSENCS = config_options("attention/score"), config_options("posenc")
 KEY_DIM_PAIRS = sorted(
     {(s, POSENCS[i % len(POSENCS)]) for i, s in enumerate(SCORES)}
     | {(SCORES[j % len(SCORES)], p) for j, p in enumerate(POSENCS)}

@@ -444,3 +444,25 @@ def test_a_failed_first_job_hands_the_default_baseline_to_the_first_completed_ru
     result = compare(load_runs([tmp_path]), bootstrap=0)
     assert result.baseline == "attention/score=additive"
     assert result.variant("attention/score=gaussian").n == 1
+
+
+def test_readme_gets_the_tables_with_the_runs_commit_and_machine_between_its_markers(sweep, tmp_path, capsys):
+    readme = tmp_path / "README.md"
+    readme.write_text("# exp\n\n## Results\n\n<!-- results:start -->\nold\n<!-- results:end -->\n\nafter\n")
+    main([str(sweep), "--bootstrap", "0", "--out", str(tmp_path / "c"), "--readme", str(readme)])
+    text = readme.read_text()
+    assert text.startswith("# exp\n\n## Results\n\n<!-- results:start -->\n") and text.endswith("\nafter\n")
+    assert "old" not in text
+    block = text.split("<!-- results:start -->")[1].split("<!-- results:end -->")[0]
+    commit = load_runs([sweep])[0].env["commit"][:10]
+    assert "runs made 20" in block and f"at commit `{commit}`" in block and "CPU cores" in block
+    assert "### attnlab-compare: test/bleu" in block and "| rank | variant | n | test/bleu ↑ |" in block
+    assert f"attnlab-compare {sweep}" in block
+
+
+def test_a_readme_without_the_markers_is_refused_in_one_line(sweep, tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("# no markers\n")
+    with pytest.raises(ValueError, match="needs the lines <!-- results:start --> and <!-- results:end -->"):
+        main([str(sweep), "--bootstrap", "0", "--out", str(tmp_path / "c"), "--readme", str(readme)])
+    assert readme.read_text() == "# no markers\n"

@@ -1,10 +1,7 @@
 """Cached decoding gives the uncached tokens; beam search finds hypotheses at least as good as greedy."""
 
-from pathlib import Path
-
 import pytest
 import torch
-from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from attnlab.attention.recording import record_attention
@@ -12,19 +9,14 @@ from attnlab.data.tokenizer import WordTokenizer
 from attnlab.decode import beam_search, gnmt_length_penalty, greedy_decode
 from attnlab.model.cache import DecoderCache
 from attnlab.task import TranslationTask
-from attnlab.train import CONF_DIR, build_model
+
+from conftest import config_options, rotated_combos, tiny_decode_model
 
 VOCAB, PAD, BOS, EOS = 24, 0, 1, 2
 LIMITS = dict(max_len_ratio=1.0, max_len_offset=5)  # at most 15 steps for the 10-token sources
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models gain nothing from threads, and on a shared machine waiting for them costs 100x."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def tokenizer() -> WordTokenizer:
@@ -32,37 +24,12 @@ def tokenizer() -> WordTokenizer:
     return WordTokenizer.train([" ".join(f"w{i}" for i in range(VOCAB - 4))])
 
 
-def options(group: str) -> list[str]:
-    return [p.stem for p in sorted((Path(CONF_DIR) / group).glob("*.yaml"))]
-
-
-SCORES, POSENCS, MASKS = options("attention/score"), options("posenc"), options("attention/mask")
-# every score x posenc pair; the masks take turns, so every score x mask and posenc x mask pair occurs too
-COMBOS = [(s, p, MASKS[(i + j) % len(MASKS)]) for i, s in enumerate(SCORES) for j, p in enumerate(POSENCS)]
-
-
-@pytest.fixture(scope="module")
-def compose_cfg():
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        yield lambda overrides: compose("train", overrides=overrides)
+COMBOS = rotated_combos()
+SCORES, POSENCS = config_options("attention/score"), config_options("posenc")
 
 
 def make_model(compose_cfg, *overrides: str, seed: int = 0):
-    """A tiny untied model (tied random embeddings mostly copy the input token) with 2 heads."""
-    cfg = compose_cfg(
-        [
-            "model.d_model=16",
-            "model.num_heads=2",
-            "model.ffn_dim=32",
-            "model.encoder_layers=1",
-            "model.decoder_layers=2",
-            "model.dropout=0.0",
-            "model.tie_embeddings=false",
-            *overrides,
-        ]
-    )
-    torch.manual_seed(seed)
-    return build_model(cfg, VOCAB, PAD).eval()
+    return tiny_decode_model(compose_cfg, *overrides, seed=seed)
 
 
 def sources(seed: int = 0) -> torch.Tensor:

@@ -31,13 +31,7 @@ HEADS, LAYERS = 4, 2  # 2 encoder + 2 decoder layers: 6 attention layers, 24 hea
 FRACTIONS = [0.0, 0.2, 0.4, 0.6, 0.8]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models gain nothing from threads, and on a shared machine waiting for them costs 100x."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def make_data(train_size=60, valid_size=10, test_size=12, test_long_size=3):
@@ -284,3 +278,18 @@ def test_bleu_of_a_trained_model_falls_as_most_of_its_heads_are_pruned(tmp_path)
     bleu = callback.metrics
     assert torch.tensor(bleu["test/bleu_pruned_0"]).float().item() == metrics["test/bleu"] > 50.0
     assert bleu["test/bleu_pruned_0"] >= bleu["test/bleu_pruned_20"] > bleu["test/bleu_pruned_80"] + 20.0
+
+
+def test_attnlab_train_with_head_pruning_records_bleu_per_fraction_in_results_json(tmp_path):
+    from conftest import TINY, results_of, run_cli
+
+    proc = run_cli(
+        tmp_path, *TINY, "logger=none", "diagnostics.attention_maps=false", "diagnostics.head_pruning=true"
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    metrics = results_of(tmp_path)["metrics"]
+    for pct in ("0", "20", "40", "60", "80"):
+        assert 0.0 <= metrics[f"test/bleu_pruned_{pct}"] <= 100.0
+    assert metrics["test/decode_tokens_per_s"] > 0 and metrics["test_long/decode_ms_per_sentence"] > 0
+    record = json.loads((tmp_path / "run" / HEAD_IMPORTANCE).read_text())
+    assert [row["fraction"] for row in record["fractions"]] == [0.0, 0.2, 0.4, 0.6, 0.8]

@@ -5,42 +5,23 @@ d_k only through the query/key side, and cached decoding (keys cached at d_k, va
 uncached tokens for every score and encoding.
 """
 
-from pathlib import Path
-
 import pytest
 import torch
-from hydra import compose, initialize_config_dir
 
 from attnlab.decode import beam_search, greedy_decode
 from attnlab.model.cache import DecoderCache
-from attnlab.train import CONF_DIR, build_model
+
+from conftest import config_options, rotated_combos, tiny_decode_model
 
 VOCAB, PAD, BOS, EOS = 24, 0, 1, 2
 LIMITS = dict(max_len_ratio=1.0, max_len_offset=5)  # at most 15 steps for the 10-token sources
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models gain nothing from threads, and on a shared machine waiting for them costs 100x."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-def options(group: str) -> list[str]:
-    return [p.stem for p in sorted((Path(CONF_DIR) / group).glob("*.yaml"))]
-
-
-SCORES, POSENCS, MASKS = options("attention/score"), options("posenc"), options("attention/mask")
-# every score x posenc pair; the masks take turns
-COMBOS = [(s, p, MASKS[(i + j) % len(MASKS)]) for i, s in enumerate(SCORES) for j, p in enumerate(POSENCS)]
-
-
-@pytest.fixture(scope="module")
-def compose_cfg():
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        yield lambda overrides: compose("train", overrides=overrides)
+COMBOS = rotated_combos()
+SCORES, POSENCS = config_options("attention/score"), config_options("posenc")
 
 
 def make_model(compose_cfg, *overrides: str, seed: int = 0):
@@ -49,20 +30,7 @@ def make_model(compose_cfg, *overrides: str, seed: int = 0):
     Its <eos> logit is held at 0 (the generator's row zeroed), below the best of the other 23 random
     logits at almost every step, so decoding runs to each sentence's limit instead of stopping at once.
     """
-    cfg = compose_cfg(
-        [
-            "model.d_model=16",
-            "model.num_heads=2",
-            "model.ffn_dim=32",
-            "model.encoder_layers=1",
-            "model.decoder_layers=2",
-            "model.dropout=0.0",
-            "model.tie_embeddings=false",
-            *overrides,
-        ]
-    )
-    torch.manual_seed(seed)
-    model = build_model(cfg, VOCAB, PAD).eval()
+    model = tiny_decode_model(compose_cfg, *overrides, seed=seed)
     with torch.no_grad():
         model.generator.weight[EOS] = 0.0
     return model
@@ -86,7 +54,7 @@ def attention_modules(model):
         yield layer.cross_attn
 
 
-@pytest.mark.parametrize("model", options("model"))
+@pytest.mark.parametrize("model", config_options("model"))
 def test_every_model_config_leaves_key_dim_null_so_keys_are_as_wide_as_values(model, compose_cfg):
     assert compose_cfg([f"model={model}"]).model.key_dim is None
 

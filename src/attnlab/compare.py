@@ -555,6 +555,51 @@ def paper_table(comparison: Comparison, expected: Expected) -> tuple[str, list[s
     return expected.paper, header, rows
 
 
+# provenance and experiment READMEs ---------------------------------------------------------------------
+
+README_START, README_END = "<!-- results:start -->", "<!-- results:end -->"
+
+
+def provenance_line(runs: list[Run]) -> str:
+    """Where the numbers come from: dates, commits, machines and devices of the runs (from ``env``)."""
+    envs = [r.env for r in runs if r.env]
+    if not envs:
+        return f"{len(runs)} runs; they record no provenance (results.json without `env`)."
+
+    def distinct(key: str) -> str:
+        return ", ".join(sorted({str(e.get(key)) for e in envs}))
+
+    days = sorted({str(e.get("finished", ""))[:10] for e in envs if e.get("finished")})
+    when = days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}" if days else "unknown dates"
+    commits = sorted({(str(e.get("commit") or "unknown")[:10], bool(e.get("dirty"))) for e in envs})
+    commit = ", ".join(f"`{c}`" + (" (with uncommitted changes)" if dirty else "") for c, dirty in commits)
+    return (
+        f"{len(runs)} runs made {when} at commit {commit} on {distinct('platform')}, "
+        f"{distinct('cpus')} CPU cores, device {distinct('device')}, torch {distinct('torch')}, "
+        f"Lightning {distinct('lightning')}."
+    )
+
+
+def update_readme(path: Path, markdown: str, runs: list[Run], command: str) -> Path:
+    """Replaces the block between ``<!-- results:start -->`` and ``<!-- results:end -->`` of ``path``.
+
+    Raises:
+        ValueError: if the file lacks the two markers.
+    """
+    text = path.read_text() if path.is_file() else ""
+    if README_START not in text or README_END not in text.split(README_START, 1)[1]:
+        raise ValueError(
+            f"--readme {path}: needs the lines {README_START} and {README_END} around the results"
+        )
+    head, rest = text.split(README_START, 1)
+    tail = rest.split(README_END, 1)[1]
+    body = markdown.replace("\n# attnlab-compare", "\n### attnlab-compare").lstrip("\n")
+    body = body.replace("# attnlab-compare", "### attnlab-compare", 1).replace("\n## ", "\n#### ")
+    block = f"{README_START}\n{provenance_line(runs)}\n\n```\n{command}\n```\n\n{body.rstrip()}\n{README_END}"
+    path.write_text(head + block + tail)
+    return path
+
+
 # command line -------------------------------------------------------------------------------------------
 
 
@@ -588,6 +633,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--markdown", type=Path, metavar="FILE", help="also write the markdown report here")
     p.add_argument(
         "--expected", type=Path, metavar="FILE", help="paper numbers (expected.yaml) to show beside ours"
+    )
+    p.add_argument(
+        "--readme",
+        type=Path,
+        metavar="FILE",
+        help="write the tables, with the runs' dates, commit and machine, between the "
+        "<!-- results:start --> and <!-- results:end --> lines of FILE (an experiment's README.md)",
     )
     p.add_argument(
         "--bootstrap",
@@ -629,6 +681,8 @@ def main(argv: list[str] | None = None) -> None:
         args.markdown.write_text(markdown)
         written.append(args.markdown)
     command = shlex.join([PROG, *(argv if argv is not None else sys.argv[1:])])
+    if args.readme is not None:
+        written.append(update_readme(args.readme, markdown, runs, command))
     written.append(write_report(args.html or out / "report.html", comparison, plots, expected, command))
     print(markdown, end="")  # last, so that `| head` cannot stop the files being written
     if expected is not None:

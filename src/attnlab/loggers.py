@@ -3,6 +3,8 @@
 wandb runs offline unless told otherwise (``logger.mode``, ``WANDB_MODE``) or a key is configured;
 online initialisation that cannot reach the server within ``init_timeout`` falls back to offline, so a
 run never blocks. The offline run lives in ``<run dir>/wandb/offline-run-*``; ``wandb sync`` uploads it.
+Under DDP (``trainer=ddp``) ``attnlab.train`` builds the logger on global rank 0 only, so a job has one
+wandb run however many processes train it.
 """
 
 from __future__ import annotations

@@ -50,6 +50,7 @@ class Run:
         seed: the run's seed (``results.json``, else ``.hydra/config.yaml``).
         metrics: final metrics; ``None`` for a value that was not finite.
         sacrebleu: the BLEU signature of the run's scores.
+        env: commit, machine and versions the run was made with (``attnlab.provenance``; {} if absent).
     """
 
     path: Path
@@ -61,6 +62,7 @@ class Run:
     seed: int | None = None
     metrics: dict[str, float | None] = field(default_factory=dict)
     sacrebleu: str | None = None
+    env: dict = field(default_factory=dict)
 
     @property
     def completed(self) -> bool:
@@ -253,6 +255,7 @@ def load_run(path: str | Path, root: str | Path | None = None) -> Run:
                 record.get("seed"),
                 dict(record.get("metrics") or {}),
                 record.get("sacrebleu"),
+                dict(record.get("env") or {}),
             )
         except (OSError, ValueError, AttributeError, TypeError) as err:
             run = Run(path, name, "failed", f"unreadable {RESULTS}: {err}")

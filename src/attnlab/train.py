@@ -5,6 +5,10 @@
 Every run leaves ``results.json`` in its Hydra run directory (completed or failed), hypotheses in
 ``hyp/``, checkpoints in ``checkpoints/`` (last and best on val BLEU) and, with ``logger=wandb``, an
 offline wandb run in ``wandb/``. Bad configuration stops before training with a one-line error.
+
+With ``trainer=ddp`` the job runs as several processes (``attnlab.distributed``): only global rank 0
+writes into the run directory (results, hypotheses, tokenizer, maps, the one wandb run); the other
+ranks train silently and record only their own failure.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from hydra.types import RunMode
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
+from attnlab.distributed import ddp_job, global_rank, writes_results
 from attnlab.errors import one_line, run_cli
 from attnlab.loggers import finish_wandb
 from attnlab.results import write_results
@@ -31,9 +36,22 @@ log = logging.getLogger("attnlab")
 CONF_DIR = next(
     str(p) for p in (Path(__file__).parent / "conf", Path(__file__).parents[2] / "conf") if p.is_dir()
 )
-# Lightning 2.6 on torch 2.13 warns about its own LeafSpec use; DataLoader workers stay at 0 on purpose.
-for pattern in (".*does not have many workers.*", r".*isinstance\(treespec, LeafSpec\).*"):
-    warnings.filterwarnings("ignore", pattern)
+
+
+def ignore_known_warnings() -> None:
+    """Lightning 2.6 on torch 2.13 warns about its own LeafSpec use; DataLoader workers stay at 0 on
+    purpose; under DDP every rank evaluates whole splits, so epoch-level metrics are equal on all ranks
+    and need no ``sync_dist``. Called at import and again in each job: a joblib worker receives ``main``
+    by value when ``attnlab.train`` is ``__main__``, so this module's import-time code never runs there."""
+    for pattern in (
+        ".*does not have many workers.*",
+        r".*isinstance\(treespec, LeafSpec\).*",
+        r".*It is recommended to use `self.log\(.*sync_dist=True\)` when logging on epoch level.*",
+    ):
+        warnings.filterwarnings("ignore", pattern)
+
+
+ignore_known_warnings()
 
 
 def run_name(choices: dict[str, str], cfg: DictConfig) -> str:
@@ -79,6 +97,7 @@ def train(cfg: DictConfig, run_dir: Path, choices: dict[str, str]) -> tuple[dict
 
     from attnlab.callbacks.attention_maps import AttentionMaps, default_probes
     from attnlab.callbacks.attention_stats import AttentionStats
+    from attnlab.callbacks.head_pruning import HeadPruning
     from attnlab.callbacks.history import HISTORY, MetricsHistory
     from attnlab.callbacks.throughput import Throughput
     from attnlab.data.datamodule import TranslationDataModule
@@ -91,7 +110,6 @@ def train(cfg: DictConfig, run_dir: Path, choices: dict[str, str]) -> tuple[dict
     corpus = instantiate(cfg.data.corpus)
     train_pairs = corpus.splits["train"]
     tokenizer = instantiate(cfg.data.tokenizer)([p.src for p in train_pairs] + [p.tgt for p in train_pairs])
-    tokenizer.save(run_dir / "tokenizer")  # for later evaluation: attnlab.data.tokenizer.load_tokenizer
     max_tokens = cfg.data.get("max_tokens")
     data = TranslationDataModule(
         corpus, tokenizer, cfg.data.batch_size, cfg.data.eval_batch_size, max_tokens, seed=cfg.seed
@@ -99,12 +117,6 @@ def train(cfg: DictConfig, run_dir: Path, choices: dict[str, str]) -> tuple[dict
     model = build_model(cfg, tokenizer.vocab_size, tokenizer.pad_id)
     hparams = {**OmegaConf.to_container(cfg.optim, resolve=True), **OmegaConf.to_container(cfg.decode)}
     task = TranslationTask(model, tokenizer, corpus.eval_splits, **hparams)
-    config = OmegaConf.to_container(cfg, resolve=True)
-    config["choices"] = dict(choices)  # wandb: group by / parallel coordinates on choices.posenc, …
-    tags = list(cfg.logger.get("tags") or []) + [f"{k}={v}" for k, v in sorted(choices.items())]
-    logger = instantiate(cfg.logger, group=run_group(cfg, choices), tags=tags)(
-        save_dir=run_dir, name=run_name(choices, cfg), config=config, quiet=cfg.quiet
-    )
     throughput = Throughput(tokenizer.pad_id)
     checkpoint = ModelCheckpoint(
         dirpath=run_dir / "checkpoints",
@@ -132,31 +144,53 @@ def train(cfg: DictConfig, run_dir: Path, choices: dict[str, str]) -> tuple[dict
         )
     if diag.attention_stats:
         callbacks.append(AttentionStats(run_dir / "attention", split="test"))
+    head_pruning = None
+    if diag.head_pruning:  # after the test metrics: BLEU with the least important heads gated off
+        head_pruning = HeadPruning(
+            run_dir, list(diag.prune_fractions), split="test", importance_batches=diag.importance_batches
+        )
+        callbacks.append(head_pruning)
     trainer = instantiate(
         cfg.trainer,
-        logger=logger,
+        logger=False,  # rank 0's logger is attached below: other ranks start no wandb run
         callbacks=callbacks,
         default_root_dir=str(run_dir),
         enable_progress_bar=not cfg.quiet,
     )
-    start = time.perf_counter()
-    trainer.fit(task, datamodule=data)
-    wall = time.perf_counter() - start
-    ckpt = "best" if checkpoint.best_model_path else None
-    metrics = dict(trainer.validate(task, datamodule=data, ckpt_path=ckpt, verbose=False)[0])
-    for split_metrics in trainer.test(task, datamodule=data, ckpt_path=ckpt, verbose=False):
-        metrics.update(split_metrics)
+    logger = None
+    if trainer.is_global_zero:  # the strategy knows the rank once the Trainer exists
+        tokenizer.save(run_dir / "tokenizer")  # for later evaluation: attnlab.data.tokenizer.load_tokenizer
+        config = OmegaConf.to_container(cfg, resolve=True)
+        config["choices"] = dict(choices)  # wandb: group by / parallel coordinates on choices.posenc, …
+        tags = list(cfg.logger.get("tags") or []) + [f"{k}={v}" for k, v in sorted(choices.items())]
+        logger = instantiate(cfg.logger, group=run_group(cfg, choices), tags=tags)(
+            save_dir=run_dir, name=run_name(choices, cfg), config=config, quiet=cfg.quiet
+        )
+        trainer.loggers = [logger] if logger else []
+    with ddp_job(trainer, module="attnlab.train"):  # DDP ranks start and end with this job
+        start = time.perf_counter()
+        trainer.fit(task, datamodule=data)
+        wall = time.perf_counter() - start
+        ckpt = "best" if checkpoint.best_model_path else None
+        metrics = dict(trainer.validate(task, datamodule=data, ckpt_path=ckpt, verbose=False)[0])
+        for split_metrics in trainer.test(task, datamodule=data, ckpt_path=ckpt, verbose=False):
+            metrics.update(split_metrics)
+    if not trainer.is_global_zero:
+        return metrics, task.bleu_signature
+    if head_pruning is not None:
+        metrics.update(head_pruning.metrics)  # test/bleu_pruned_<pct>; head_importance.json in run_dir
     write_hypotheses(run_dir / "hyp", task.hypotheses, corpus.splits)
     metrics.update(
         {
             "params": float(sum(p.numel() for p in model.parameters() if p.requires_grad)),
-            "peak_mem_mb": peak_memory_mb(),
+            "peak_mem_mb": peak_memory_mb(),  # of this process (rank 0)
             "wall_s": wall,
+            "train/world_size": float(trainer.world_size),  # DDP processes; 1 on one device
         }
     )
     metrics["train/padding_fraction"] = data.train_padding_fraction
     if throughput.tokens_per_s is not None:
-        metrics["train/tokens_per_s"] = throughput.tokens_per_s
+        metrics["train/tokens_per_s"] = throughput.tokens_per_s  # summed over ranks
     if logger:
         logger.log_metrics({k: v for k, v in metrics.items() if "/" not in k or k.startswith("train/")})
     return metrics, task.bleu_signature
@@ -188,8 +222,11 @@ def report(metrics: dict[str, float], run_dir: Path) -> None:
         "val/loss",
         "test/aer",
         "test/entropy/cross",
+        "test/decode_tokens_per_s",
+        "test/bleu_pruned_40",
         "train/tokens_per_s",
         "train/padding_fraction",
+        "train/world_size",
         "params",
         "peak_mem_mb",
         "wall_s",
@@ -212,10 +249,12 @@ def report(metrics: dict[str, float], run_dir: Path) -> None:
 
 @hydra.main(config_path=CONF_DIR, config_name="train", version_base="1.3")
 def main(cfg: DictConfig) -> float | None:
+    ignore_known_warnings()
     hc = HydraConfig.get()
     run_dir = Path(hc.runtime.output_dir)
     choices = {k: v for k, v in hc.runtime.choices.items() if not k.startswith("hydra") and v is not None}
     status, error, metrics, signature = "failed", None, {}, None
+    started = time.time()
     try:
         metrics, signature = train(cfg, run_dir, choices)
         status = "completed"
@@ -224,7 +263,13 @@ def main(cfg: DictConfig) -> float | None:
         log.debug("run failed", exc_info=True)
     finally:
         finish_wandb(failed=status != "completed")
-        write_results(run_dir, status, error, choices, list(hc.overrides.task), cfg.seed, metrics, signature)
+        rank = global_rank()
+        if rank and error:
+            error = f"rank {rank}: {error}"
+        if writes_results(rank, status == "failed", run_dir, since=started):
+            write_results(
+                run_dir, status, error, choices, list(hc.overrides.task), cfg.seed, metrics, signature
+            )
     if status == "failed":
         if hc.mode == RunMode.MULTIRUN:
             log.error("job %s failed: %s", hc.job.num, error)
@@ -232,6 +277,8 @@ def main(cfg: DictConfig) -> float | None:
         # exit here, not by raising: Hydra would print its own extra line for an exception
         print(f"attnlab-train: error: {error} (run dir: {run_dir})", file=sys.stderr)
         sys.exit(1)
+    if rank:  # another DDP rank of this job: rank 0 reports
+        return None
     if not cfg.quiet:
         report(metrics, run_dir)
     return metrics.get("val/bleu")

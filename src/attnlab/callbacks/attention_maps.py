@@ -5,7 +5,8 @@ Each probe is translated greedily; the model is then run teacher-forced on its o
 source / target tokens on the axes. Probes run one at a time, so there is no padding to cut. Figures
 go to ``<run dir>/attention/<tag>/<site>_L<layer>_probe<i>.png`` (tag ``step000300`` or ``test``) and,
 when the logger can take images (wandb), to ``attention/<site>/L<layer>`` at the global step with the
-probe and its translation as captions. The model and the task know nothing about it.
+probe and its translation as captions. The model and the task know nothing about it. Under DDP only
+global rank 0 draws (the model is the same on every rank); the others skip it.
 """
 
 from __future__ import annotations
@@ -71,10 +72,12 @@ class AttentionMaps(L.Callback):
     def on_validation_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if trainer.sanity_checking or not self.every or (trainer.current_epoch + 1) % self.every:
             return
-        self.draw(trainer, pl_module, f"step{trainer.global_step:06d}")
+        if trainer.is_global_zero:
+            self.draw(trainer, pl_module, f"step{trainer.global_step:06d}")
 
     def on_test_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        self.draw(trainer, pl_module, "test")
+        if trainer.is_global_zero:
+            self.draw(trainer, pl_module, "test")
 
     @torch.no_grad()
     def draw(self, trainer: L.Trainer, pl_module: L.LightningModule, tag: str) -> list[Path]:

@@ -12,7 +12,8 @@ alignment error rate. Row t of cross-attention is the decoder step that predicts
 Metrics (logged, and returned by ``trainer.test`` so they reach ``results.json``):
 ``test/entropy/<site>`` and ``test/max_weight/<site>`` (means over layers and heads), the same per head
 as ``…/<site>/L<l>H<h>``, ``test/aer`` (the best head), ``test/aer/L<l>H<h>``, ``test/aer/L<l>avg``,
-``test/aer_mean`` (mean over heads and layers).
+``test/aer_mean`` (mean over heads and layers). Under DDP only global rank 0 computes, logs and draws
+them (every rank holds the same model and the whole split); the others skip it.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ class AttentionStats(L.Callback):
     @torch.no_grad()
     def on_test_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         data = trainer.datamodule
-        if data is None or self.split not in data.splits:
+        if not trainer.is_global_zero or data is None or self.split not in data.splits:
             return
         model, pad = pl_module.model, data.tokenizer.pad_id
         pairs = data.corpus.splits[self.split]

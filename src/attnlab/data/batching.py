@@ -14,6 +14,13 @@ then every epoch it serves those batches in a new order (seeded by ``seed`` and 
 as fairseq's ``batch_by_size`` does. Fixed batches keep ``len()`` the same every epoch, which the
 Lightning loop relies on to find the epoch's last batch (and so to validate); sorting inside large
 shuffled pools keeps similar lengths together (little padding). Everything is deterministic.
+
+Under DDP (``trainer=ddp``) every rank builds the same epoch's batch list from the same seed and
+``ShardedBatchSampler`` serves rank r the batches r, r + world size, … of it, after setting aside the
+last ``len % world size`` (they come back in later epochs, in a new order): the ranks' batches are
+disjoint and equally many, so every rank takes the same number of steps (DDP waits for all ranks at
+every step). Lightning's ``DistributedSampler`` cannot split a batch sampler, hence
+``use_distributed_sampler: false`` in ``conf/trainer/ddp.yaml``.
 """
 
 from __future__ import annotations
@@ -82,6 +89,79 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
         if self._packed is None:
             self._packed = self._pack()
         return len(self._packed)  # the same every epoch
+
+
+class RandomBatchSampler(Sampler[list[int]]):
+    """Random batches of ``batch_size`` examples, a new shuffle every epoch (seeded by ``seed`` and the
+    epoch): what a shuffling ``DataLoader`` serves, with the epoch's batch list at hand for sharding.
+
+    Args:
+        n: number of examples.
+        batch_size: examples per batch (the last batch of an epoch may be smaller).
+        seed: seeds the shuffles; epoch ``e`` uses ``seed`` and ``e``.
+    """
+
+    def __init__(self, n: int, batch_size: int, seed: int = 0):
+        self.n, self.batch_size, self.seed, self.epoch = n, batch_size, seed, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def batches(self, epoch: int) -> list[list[int]]:
+        """The batches of one epoch, in the order they are served."""
+        return fixed_size_batches(self.n, self.batch_size, self.seed * 1_000_003 + epoch + 1)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        epoch = self.epoch
+        self.epoch += 1
+        yield from self.batches(epoch)
+
+    def __len__(self) -> int:
+        return -(-self.n // self.batch_size)
+
+
+def shard(batches: Sequence[list[int]], rank: int, world_size: int) -> list[list[int]]:
+    """Rank ``rank``'s share of one epoch's batches: ``batches[rank::world_size]`` of the first
+    ``len(batches) - len(batches) % world_size``, so every rank gets the same number, none shared."""
+    if not 0 <= rank < world_size:
+        raise ValueError(f"rank ({rank}) must be in [0, world size ({world_size}))")
+    usable = len(batches) - len(batches) % world_size
+    return list(batches[:usable][rank::world_size])
+
+
+class ShardedBatchSampler(Sampler[list[int]]):
+    """One DDP rank's share (``shard``) of every epoch's batches of ``source``.
+
+    Args:
+        source: a batch sampler with ``batches(epoch)`` (the whole epoch, the same on every rank) and a
+            ``len()`` that is the same every epoch (``TokenBudgetBatchSampler``, ``RandomBatchSampler``).
+        rank: this process's global rank.
+        world_size: number of DDP processes.
+    """
+
+    def __init__(self, source: TokenBudgetBatchSampler | RandomBatchSampler, rank: int, world_size: int):
+        if len(source) < world_size:
+            raise ValueError(
+                f"an epoch has {len(source)} training batches, fewer than the {world_size} DDP ranks: "
+                "use more data, a smaller data.batch_size / data.max_tokens, or fewer trainer.devices"
+            )
+        shard([], rank, world_size)  # checks the rank
+        self.source, self.rank, self.world_size, self.epoch = source, rank, world_size, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def batches(self, epoch: int) -> list[list[int]]:
+        """This rank's batches of one epoch, in the order they are served."""
+        return shard(self.source.batches(epoch), self.rank, self.world_size)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        epoch = self.epoch
+        self.epoch += 1
+        yield from self.batches(epoch)
+
+    def __len__(self) -> int:
+        return len(self.source) // self.world_size
 
 
 def fixed_size_batches(n: int, batch_size: int, seed: int = 0) -> list[list[int]]:

@@ -4,6 +4,11 @@ Every example is ``src + [<eos>]`` and ``[<bos>] + tgt + [<eos>]``; a batch pads
 member and keeps the reference text and example index, so decoded output can be scored and written
 in corpus order. Training batches hold either ``batch_size`` random sentences or, with ``max_tokens``,
 length-bucketed sentences up to a token budget (``attnlab.data.batching``), which pads far less.
+
+Under DDP each rank trains on its own disjoint, equally long share of every epoch's batches
+(``ShardedBatchSampler``; rank and world size come from the trainer), while validation and test
+loaders are never sharded: every rank decodes whole splits, so ``val/bleu``, the checkpoint choice and
+the test scores are full-set numbers, the same on every rank.
 """
 
 from __future__ import annotations
@@ -12,7 +17,13 @@ import lightning as L
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from attnlab.data.batching import TokenBudgetBatchSampler, fixed_size_batches, padding_fraction
+from attnlab.data.batching import (
+    RandomBatchSampler,
+    ShardedBatchSampler,
+    TokenBudgetBatchSampler,
+    fixed_size_batches,
+    padding_fraction,
+)
 from attnlab.data.corpus import Corpus
 
 
@@ -98,7 +109,21 @@ class TranslationDataModule(L.LightningDataModule):
             batches = fixed_size_batches(len(self.splits["train"]), self.batch_size, self.seed)
         return padding_fraction(batches, *self.train_lengths)
 
+    @property
+    def rank_and_world_size(self) -> tuple[int, int]:
+        """(global rank, world size) of the trainer this module is attached to; (0, 1) without one."""
+        if self.trainer is None:
+            return 0, 1
+        return self.trainer.global_rank, self.trainer.world_size
+
     def train_dataloader(self) -> DataLoader:
+        rank, world_size = self.rank_and_world_size
+        if world_size > 1:
+            source = self.batch_sampler
+            if source is None:
+                source = RandomBatchSampler(len(self.splits["train"]), self.batch_size, self.seed)
+            sampler = ShardedBatchSampler(source, rank, world_size)
+            return DataLoader(self.splits["train"], batch_sampler=sampler, collate_fn=self.collate)
         if self.batch_sampler is not None:
             return DataLoader(self.splits["train"], batch_sampler=self.batch_sampler, collate_fn=self.collate)
         return DataLoader(
