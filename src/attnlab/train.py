@@ -14,14 +14,12 @@ ranks train silently and record only their own failure.
 from __future__ import annotations
 
 import logging
-import resource
 import sys
 import time
 import warnings
 from pathlib import Path
 
 import hydra
-import torch
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from hydra.utils import instantiate
@@ -30,6 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 from attnlab.distributed import ddp_job, global_rank, writes_results
 from attnlab.errors import one_line, run_cli
 from attnlab.loggers import finish_wandb
+from attnlab.peak_memory import peak_memory_mb, reset_peak_memory
 from attnlab.results import write_results
 
 log = logging.getLogger("attnlab")
@@ -57,12 +56,6 @@ ignore_known_warnings()
 def run_name(choices: dict[str, str], cfg: DictConfig) -> str:
     """e.g. ``scaled_dot-sinusoidal-h4-s0``."""
     return f"{choices.get('attention/score')}-{choices.get('posenc')}-h{cfg.model.num_heads}-s{cfg.seed}"
-
-
-def peak_memory_mb() -> float:
-    if torch.cuda.is_available():
-        return torch.cuda.max_memory_allocated() / 2**20
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
 def build_model(cfg: DictConfig, vocab_size: int, pad_id: int):
@@ -107,6 +100,7 @@ def train(cfg: DictConfig, run_dir: Path, choices: dict[str, str]) -> tuple[dict
         for name in ("lightning.pytorch", "lightning.fabric"):
             logging.getLogger(name).setLevel(logging.WARNING)
     L.seed_everything(cfg.seed, workers=True, verbose=False)
+    reset_peak_memory()  # this job's peak, not the sweep process's
     corpus = instantiate(cfg.data.corpus)
     train_pairs = corpus.splits["train"]
     tokenizer = instantiate(cfg.data.tokenizer)([p.src for p in train_pairs] + [p.tgt for p in train_pairs])
@@ -183,7 +177,7 @@ def train(cfg: DictConfig, run_dir: Path, choices: dict[str, str]) -> tuple[dict
     metrics.update(
         {
             "params": float(sum(p.numel() for p in model.parameters() if p.requires_grad)),
-            "peak_mem_mb": peak_memory_mb(),  # of this process (rank 0)
+            "peak_mem_mb": peak_memory_mb(),  # of this job, in this process (rank 0)
             "wall_s": wall,
             "train/world_size": float(trainer.world_size),  # DDP processes; 1 on one device
         }
