@@ -263,6 +263,17 @@ def test_the_paper_table_puts_each_paper_row_beside_the_matching_variant(compari
     assert rows[3] == ["D", "ppl 5.0", "T3", "attention/score=dot", "val/loss", "1.00 ± 0.00"]
 
 
+def test_a_paper_perplexity_stands_beside_our_validation_perplexity_unless_the_row_says_otherwise(
+    comparison, tmp_path
+):
+    path = tmp_path / "expected.yaml"
+    path.write_text(
+        "paper: P\nrows:\n  - {setting: E, metric: ppl, value: 5.1, ours: {attention/score: dot}}\n"
+    )
+    [row] = paper_table(comparison, load_expected(path))[2]
+    assert row[3:5] == ["attention/score=dot", "val/ppl"]
+
+
 def test_a_paper_row_with_empty_ours_stands_beside_every_variant(comparison, tmp_path):
     path = tmp_path / "expected.yaml"
     path.write_text("paper: P\nrows:\n  - {setting: all, metric: bleu, value: 36.0, ours: {}}\n")

@@ -519,19 +519,24 @@ def find_expected(runs: list[Run]) -> Path | None:
     return None
 
 
+# our metric beside a paper's, unless a row names one (``ours_metric``): perplexity is ours on validation
+PAPER_METRICS = {"ppl": "val/ppl"}
+
+
 def paper_table(comparison: Comparison, expected: Expected) -> tuple[str, list[str], list[list[str]]]:
     """(title, header, rows): each paper row beside our matching variants (``—`` where none matches).
 
     A row's ``ours`` is a mapping of keys to values that the matching variants' runs share (``{}`` = every
     variant, e.g. an experiment with one variant; absent or null = no counterpart); ``ours_metric`` is the
-    metric of ours shown beside the paper's (default: the compared metric).
+    metric of ours shown beside the paper's (default: ``val/ppl`` for a paper's ``ppl``, else the compared
+    metric).
     """
     header = ["setting", "paper", "source", "ours", "our metric", "ours (mean ± 95% CI)"]
     rows = []
     for row in expected.rows:
         paper = f"{row.get('metric', '')} {row['value']}".strip()
         ours = row.get("ours")
-        metric = str(row.get("ours_metric") or comparison.metric)
+        metric = str(row.get("ours_metric") or PAPER_METRICS.get(row.get("metric")) or comparison.metric)
         matches = [
             v
             for v in comparison.variants
