@@ -94,6 +94,7 @@ def train(cfg: DictConfig, run_dir: Path, choices: dict[str, str]) -> tuple[dict
     from attnlab.callbacks.history import HISTORY, MetricsHistory
     from attnlab.callbacks.throughput import Throughput
     from attnlab.data.datamodule import TranslationDataModule
+    from attnlab.data.length_split import split_by_length
     from attnlab.task import TranslationTask
 
     if cfg.quiet:  # Lightning's info lines (devices, tips, stop reasons) too
@@ -102,6 +103,8 @@ def train(cfg: DictConfig, run_dir: Path, choices: dict[str, str]) -> tuple[dict
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     reset_peak_memory()  # this job's peak, not the sweep process's
     corpus = instantiate(cfg.data.corpus)
+    if cfg.data.get("max_train_words") is not None:  # train short, test long (length extrapolation)
+        corpus = split_by_length(corpus, cfg.data.max_train_words)
     train_pairs = corpus.splits["train"]
     tokenizer = instantiate(cfg.data.tokenizer)([p.src for p in train_pairs] + [p.tgt for p in train_pairs])
     max_tokens = cfg.data.get("max_tokens")
