@@ -134,3 +134,32 @@ def rotated_combos() -> list[tuple[str, str, str]]:
     scores, posencs = config_options("attention/score"), config_options("posenc")
     masks = config_options("attention/mask")
     return [(s, p, masks[(i + j) % len(masks)]) for i, s in enumerate(scores) for j, p in enumerate(posencs)]
+
+
+DECODE_BOS, DECODE_EOS = 1, 2
+
+
+def decode_sources(seed: int = 0) -> torch.Tensor:
+    """(4, 10) random sources of lengths 10, 7, 4 and 1, each ending in <eos>, padded."""
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(3, DECODE_VOCAB, (4, 10), generator=g)
+    for row, length in enumerate((10, 7, 4, 1)):
+        src[row, length - 1] = DECODE_EOS
+        src[row, length:] = DECODE_PAD
+    return src
+
+
+def assert_stepwise_decoding_matches_whole(model) -> None:
+    """Feeding the decoder a 3-token prefix and then one token at a time through its cache gives the
+    states of feeding it the whole target (padding inside the prefix is masked in both)."""
+    from attnlab.model.cache import DecoderCache
+
+    src = decode_sources()
+    tgt = torch.randint(3, DECODE_VOCAB, (4, 6))
+    tgt[:, 0], tgt[2, 4:] = DECODE_BOS, DECODE_PAD
+    memory, src_mask = model.encoder(src)
+    whole = model.decoder(tgt, memory, src_mask)  # (b, t, m)
+    cache = DecoderCache(len(model.decoder.layers))
+    steps = [model.decoder(tgt[:, :3], memory, src_mask, cache)]
+    steps += [model.decoder(tgt[:, i : i + 1], memory, src_mask, cache) for i in range(3, 6)]
+    torch.testing.assert_close(torch.cat(steps, dim=1), whole, atol=1e-5, rtol=1e-5)

@@ -10,7 +10,13 @@ from attnlab.decode import beam_search, gnmt_length_penalty, greedy_decode
 from attnlab.model.cache import DecoderCache
 from attnlab.task import TranslationTask
 
-from conftest import config_options, rotated_combos, tiny_decode_model
+from conftest import (
+    assert_stepwise_decoding_matches_whole,
+    config_options,
+    decode_sources,
+    rotated_combos,
+    tiny_decode_model,
+)
 
 VOCAB, PAD, BOS, EOS = 24, 0, 1, 2
 LIMITS = dict(max_len_ratio=1.0, max_len_offset=5)  # at most 15 steps for the 10-token sources
@@ -32,14 +38,7 @@ def make_model(compose_cfg, *overrides: str, seed: int = 0):
     return tiny_decode_model(compose_cfg, *overrides, seed=seed)
 
 
-def sources(seed: int = 0) -> torch.Tensor:
-    """(4, 10) random sources of lengths 10, 7, 4 and 1, each ending in <eos>, padded."""
-    g = torch.Generator().manual_seed(seed)
-    src = torch.randint(3, VOCAB, (4, 10), generator=g)
-    for row, length in enumerate((10, 7, 4, 1)):
-        src[row, length - 1] = EOS
-        src[row, length:] = PAD
-    return src
+sources = decode_sources
 
 
 @pytest.mark.parametrize("score,posenc,mask", COMBOS, ids=["-".join(c) for c in COMBOS])
@@ -55,15 +54,7 @@ def test_cached_greedy_decoding_gives_the_uncached_tokens(score, posenc, mask, c
 @pytest.mark.parametrize("posenc", POSENCS)
 def test_feeding_the_decoder_token_by_token_gives_the_states_of_feeding_it_whole(posenc, compose_cfg):
     model = make_model(compose_cfg, f"posenc={posenc}", "attention/mask=local", "model.num_kv_heads=1")
-    src = sources()
-    tgt = torch.randint(3, VOCAB, (4, 6))
-    tgt[:, 0], tgt[2, 4:] = BOS, PAD  # padding inside the prefix is masked in both
-    memory, src_mask = model.encoder(src)
-    whole = model.decoder(tgt, memory, src_mask)  # (b, t, m)
-    cache = DecoderCache(len(model.decoder.layers))
-    steps = [model.decoder(tgt[:, :3], memory, src_mask, cache)]  # a 3-token prefix, then one at a time
-    steps += [model.decoder(tgt[:, i : i + 1], memory, src_mask, cache) for i in range(3, 6)]
-    torch.testing.assert_close(torch.cat(steps, dim=1), whole, atol=1e-5, rtol=1e-5)
+    assert_stepwise_decoding_matches_whole(model)
 
 
 @pytest.mark.parametrize("kv_heads", [1, 2])
