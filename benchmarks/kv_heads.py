@@ -98,7 +98,9 @@ def main() -> None:
         f"d_model {D_MODEL} / {HEADS} query heads / {LAYERS}+{LAYERS} layers / V {VOCAB}\n"
     )
     print(
-        "| num_kv_heads | params | decoder cache (greedy) | " + " | ".join(f"{n} ms/sentence" for n in runs)
+        "| num_kv_heads | params | decoder cache (greedy) | "
+        + " | ".join(f"{n} ms/sentence" for n in runs)
+        + " |"
     )
     print("|---:|---:|---:|" + "---:|" * len(runs))
     for kv, m in models.items():
