@@ -598,8 +598,12 @@ def update_readme(path: Path, markdown: str, runs: list[Run], command: str) -> P
         )
     head, rest = text.split(README_START, 1)
     tail = rest.split(README_END, 1)[1]
-    body = markdown.replace("\n# attnlab-compare", "\n### attnlab-compare").lstrip("\n")
-    body = body.replace("# attnlab-compare", "### attnlab-compare", 1).replace("\n## ", "\n#### ")
+    # the report's headings, two levels down under the README's "## Results"
+    body = (
+        markdown.lstrip("\n")
+        .replace("# attnlab-compare", "### attnlab-compare", 1)
+        .replace("\n## ", "\n#### ")
+    )
     block = f"{README_START}\n{provenance_line(runs)}\n\n```\n{command}\n```\n\n{body.rstrip()}\n{README_END}"
     path.write_text(head + block + tail)
     return path

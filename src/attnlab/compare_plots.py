@@ -24,6 +24,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from attnlab.plots import save_figure  # noqa: E402
 from attnlab.stats import corpus_scorer, length_buckets, score_by_bucket, split_of  # noqa: E402
 
 if TYPE_CHECKING:
@@ -33,15 +34,6 @@ if TYPE_CHECKING:
 
 PLOTS = ("metric", "val_curves", "length_buckets", "cost")
 FONT = 8
-DPI = 100
-
-
-def save_figure(fig: Figure, path: Path) -> Path:
-    """Writes ``fig`` as a PNG and closes it (``attnlab.plots`` has the same, but imports torch)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=DPI, format="png")
-    plt.close(fig)
-    return path
 
 
 def colours(comparison: Comparison) -> dict[str, tuple]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import matplotlib
 
@@ -17,7 +18,9 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
-from torch import Tensor  # noqa: E402
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 PANEL_INCHES = 2.2
 MAX_COLUMNS = 4

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from attnlab.history import read_history
 from attnlab.results import RESULTS
 
-HISTORY = "history.jsonl"  # written by attnlab.callbacks.history.MetricsHistory
 NO_RESULTS = "no results.json (the job crashed or is still running)"
 _DIGITS = re.compile(r"(\d+)")
 
@@ -136,16 +136,9 @@ class Run:
         return Hypotheses(hyps, refs, srcs)
 
     def history(self) -> list[dict]:
-        """The validation curve, one row per validation (``[]`` when the run has none or it is unreadable).
-
-        Reads ``history.jsonl`` as ``attnlab.callbacks.history.read_history`` does, without importing
-        Lightning (seconds) for it.
-        """
-        path = self.path / HISTORY
-        if not path.is_file():
-            return []
+        """The validation curve, one row per validation (``[]`` when the run has none or it is unreadable)."""
         try:
-            return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+            return read_history(self.path)
         except (OSError, ValueError):
             return []
 

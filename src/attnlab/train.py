@@ -27,6 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from attnlab.distributed import ddp_job, global_rank, writes_results
 from attnlab.errors import one_line, run_cli
+from attnlab.history import HISTORY
 from attnlab.loggers import finish_wandb
 from attnlab.peak_memory import peak_memory_mb, reset_peak_memory
 from attnlab.results import write_results
@@ -91,7 +92,7 @@ def train(cfg: DictConfig, run_dir: Path, choices: dict[str, str]) -> tuple[dict
     from attnlab.callbacks.attention_maps import AttentionMaps, default_probes
     from attnlab.callbacks.attention_stats import AttentionStats
     from attnlab.callbacks.head_pruning import HeadPruning
-    from attnlab.callbacks.history import HISTORY, MetricsHistory
+    from attnlab.callbacks.history import MetricsHistory
     from attnlab.callbacks.throughput import Throughput
     from attnlab.data.datamodule import TranslationDataModule
     from attnlab.data.length_split import split_by_length

@@ -1,6 +1,4 @@
-"""Validation curves in the run directory: ``history.jsonl``, one JSON line per validation while fitting.
-
-    {"step": 300, "epoch": 2, "val/bleu": 81.2, "val/chrf": 90.1, "val/loss": 0.61, "val/ppl": 1.84}
+"""Validation curves in the run directory: ``history.jsonl`` (format and reader: ``attnlab.history``).
 
 wandb and csv keep these too, but ``attnlab-compare`` reads run directories only, whatever the logger
 (``logger=none`` included). Written by global rank 0; the sanity check and the final re-validation of
@@ -15,8 +13,6 @@ from pathlib import Path
 
 import lightning as L
 from lightning.pytorch.trainer.states import TrainerFn
-
-HISTORY = "history.jsonl"
 
 
 class MetricsHistory(L.Callback):
@@ -38,11 +34,3 @@ class MetricsHistory(L.Callback):
                 row[key] = value if math.isfinite(value) else None
         with self.path.open("a") as f:
             f.write(json.dumps(row) + "\n")
-
-
-def read_history(run_dir: str | Path) -> list[dict]:
-    """The rows of ``<run_dir>/history.jsonl`` ([] when the run has none)."""
-    path = Path(run_dir) / HISTORY
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
