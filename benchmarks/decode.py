@@ -22,15 +22,9 @@ import time
 from collections.abc import Callable
 
 import torch
+from common import IDS, VOCAB, random_sources, small_model
 
-from attnlab.attention.patterns.full import FullPattern
-from attnlab.attention.scores.scaled_dot import ScaledDotScore
-from attnlab.decode import beam_search, greedy_decode
-from attnlab.model.transformer import build_transformer
-from attnlab.posenc.sinusoidal import SinusoidalPositions
-
-VOCAB, PAD, BOS = 8000, 0, 1
-EOS = VOCAB  # never produced: every sentence runs to the length limit
+from attnlab.training.decode import DecodeSettings, beam_search, greedy_decode
 
 
 def best_time(
@@ -62,30 +56,19 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     torch.manual_seed(0)
-    model = build_transformer(
-        VOCAB,
-        PAD,
-        ScaledDotScore,
-        FullPattern(),
-        SinusoidalPositions,
-        d_model=256,
-        num_heads=4,
-        encoder_layers=3,
-        decoder_layers=3,
-        ffn_dim=1024,
-        dropout=0.0,
-    )
-    model = model.to(device).eval()
-    src = torch.randint(3, VOCAB, (args.batch, 24), device=device)  # (b, s)
-    lengths = torch.randint(12, 25, (args.batch,), device=device)  # (b,)
-    src = src.masked_fill(torch.arange(24, device=device)[None] >= lengths[:, None], PAD)
-    limits = dict(max_len_ratio=0.0, max_len_offset=args.length)
+    model = small_model(device)
+    src = random_sources(args.batch, device)
+
+    def settings(use_cache: bool) -> DecodeSettings:
+        return DecodeSettings(
+            beam_size=args.beam, max_len_ratio=0.0, max_len_offset=args.length, use_cache=use_cache
+        )
 
     def greedy(use_cache: bool) -> torch.Tensor:
-        return greedy_decode(model, src, BOS, EOS, PAD, **limits, use_cache=use_cache)
+        return greedy_decode(model, src, IDS, settings(use_cache))
 
     def beam(use_cache: bool) -> torch.Tensor:
-        return beam_search(model, src, BOS, EOS, PAD, beam_size=args.beam, **limits, use_cache=use_cache)
+        return beam_search(model, src, IDS, settings(use_cache))
 
     assert greedy(True).size(1) == args.length  # runs to the limit (and warms up)
     assert torch.equal(greedy(True), greedy(False))

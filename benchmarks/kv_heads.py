@@ -18,38 +18,16 @@ import argparse
 import time
 
 import torch
+from common import IDS, VOCAB, random_sources, small_model
 
-from attnlab.attention.patterns.full import FullPattern
-from attnlab.attention.scores.scaled_dot import ScaledDotScore
-from attnlab.decode import beam_search, greedy_decode
-from attnlab.model.transformer import build_transformer
-from attnlab.posenc.sinusoidal import SinusoidalPositions
+from attnlab.training.decode import DecodeSettings, beam_search, greedy_decode
 
-VOCAB, PAD, BOS = 8000, 0, 1
-EOS = VOCAB  # never produced: every sentence runs to the length limit
-HEADS, KV_HEADS, LAYERS, D_MODEL = 8, (8, 2, 1), 3, 256
+HEADS, KV_HEADS, LAYERS, D_MODEL = 8, (8, 2, 1), 3, 256  # model=small dims (common.small_model)
 
 
 def model_with(num_kv_heads: int, device: torch.device):
     torch.manual_seed(0)
-    return (
-        build_transformer(
-            VOCAB,
-            PAD,
-            ScaledDotScore,
-            FullPattern(),
-            SinusoidalPositions,
-            d_model=D_MODEL,
-            num_heads=HEADS,
-            num_kv_heads=num_kv_heads,
-            encoder_layers=LAYERS,
-            decoder_layers=LAYERS,
-            ffn_dim=1024,
-            dropout=0.0,
-        )
-        .to(device)
-        .eval()
-    )
+    return small_model(device, num_heads=HEADS, num_kv_heads=num_kv_heads)
 
 
 def cache_mib(num_kv_heads: int, batch: int, src_len: int, out_len: int) -> float:
@@ -69,14 +47,11 @@ def main() -> None:
     args = parser.parse_args()
     device = torch.device(args.device)
     models = {kv: model_with(kv, device) for kv in KV_HEADS}
-    g = torch.Generator().manual_seed(0)
-    src = torch.randint(3, VOCAB, (args.batch, 24), generator=g).to(device)  # (b, s)
-    lengths = torch.randint(12, 25, (args.batch,), generator=g).to(device)  # (b,)
-    src = src.masked_fill(torch.arange(24, device=device)[None] >= lengths[:, None], PAD)
-    limits = dict(max_len_ratio=0.0, max_len_offset=args.length, use_cache=True)
+    src = random_sources(args.batch, device)
+    settings = DecodeSettings(beam_size=args.beam, max_len_ratio=0.0, max_len_offset=args.length)
     runs = {
-        "greedy": lambda m: greedy_decode(m, src, BOS, EOS, PAD, **limits),
-        f"beam {args.beam}": lambda m: beam_search(m, src, BOS, EOS, PAD, beam_size=args.beam, **limits),
+        "greedy": lambda m: greedy_decode(m, src, IDS, settings),
+        f"beam {args.beam}": lambda m: beam_search(m, src, IDS, settings),
     }
     best = {(name, kv): float("inf") for name in runs for kv in KV_HEADS}
     with torch.no_grad():

@@ -6,19 +6,18 @@ import pytest
 import torch
 import wandb
 
-import attnlab.callbacks.attention_maps as attention_maps
-from attnlab.attention.patterns.full import FullPattern
+import attnlab.training.callbacks.attention_maps as attention_maps
+from attnlab.analysis.diagnostics import attention_entropy
 from attnlab.attention.recording import record_attention
-from attnlab.attention.scores.scaled_dot import ScaledDotScore
-from attnlab.callbacks.attention_maps import AttentionMaps, default_probes
-from attnlab.callbacks.attention_stats import AttentionStats
 from attnlab.data.datamodule import TranslationDataModule
 from attnlab.data.synthetic import generate
-from attnlab.data.tokenizer import WordTokenizer
-from attnlab.diagnostics import attention_entropy
-from attnlab.model.transformer import build_transformer
-from attnlab.posenc.sinusoidal import SinusoidalPositions
-from attnlab.wandb_offline import read_run
+from attnlab.data.tokenizers.word import WordTokenizer
+from attnlab.rundir.wandb_offline import read_run
+from attnlab.training.callbacks.attention_maps import AttentionMaps, default_probes
+from attnlab.training.callbacks.attention_stats import AttentionStats
+from attnlab.training.decode import DecodeSettings
+
+from conftest import make_transformer
 
 HEADS, LAYERS = 2, 2
 
@@ -37,21 +36,37 @@ def setup():
     pairs = corpus.splits["train"]
     tok = WordTokenizer.train([p.src for p in pairs] + [p.tgt for p in pairs])
     torch.manual_seed(0)
-    model = build_transformer(
+    model = make_transformer(
         tok.vocab_size,
         tok.pad_id,
-        ScaledDotScore,
-        FullPattern(),
-        SinusoidalPositions,
         d_model=16,
         num_heads=HEADS,
         ffn_dim=32,
         dropout=0.0,
     ).eval()
     data = TranslationDataModule(corpus, tok, batch_size=8, eval_batch_size=5)
-    module = SimpleNamespace(model=model, device=torch.device("cpu"), logged={})
+    module = SimpleNamespace(
+        model=model, device=torch.device("cpu"), logged={}, tokenizer=tok, decode_settings=DecodeSettings()
+    )
     module.log_dict = module.logged.update
     return corpus, tok, data, module
+
+
+def trainer_of(data, run_dir, loggers=(), global_step=0, is_global_zero=True):
+    """What the callbacks read of a Lightning trainer."""
+    return SimpleNamespace(
+        datamodule=data,
+        default_root_dir=str(run_dir),
+        loggers=list(loggers),
+        global_step=global_step,
+        is_global_zero=is_global_zero,
+        sanity_checking=False,
+    )
+
+
+def ready(callback, trainer, module):
+    callback.setup(trainer, module, "fit")
+    return callback
 
 
 def test_default_probes_are_validation_sentences_of_different_lengths(setup):
@@ -64,7 +79,7 @@ def test_default_probes_are_validation_sentences_of_different_lengths(setup):
 def test_the_map_callback_logs_one_image_per_site_and_layer_with_a_panel_per_head(
     setup, tmp_path, monkeypatch
 ):
-    corpus, tok, _, module = setup
+    corpus, tok, data, module = setup
     panels = []
     real_figure = attention_maps.attention_figure
 
@@ -74,8 +89,9 @@ def test_the_map_callback_logs_one_image_per_site_and_layer_with_a_panel_per_hea
 
     monkeypatch.setattr(attention_maps, "attention_figure", counting_figure)
     logger = StubLogger()
-    callback = AttentionMaps(tmp_path, tok, [corpus.splits["valid"][0].src])
-    paths = callback.draw(SimpleNamespace(loggers=[logger], global_step=7), module, "step000007")
+    trainer = trainer_of(data, tmp_path, [logger], global_step=7)
+    callback = ready(AttentionMaps(probes=[corpus.splits["valid"][0].src]), trainer, module)
+    paths = callback.draw(trainer, module, "step000007")
     keys = {
         f"attention/{site}/L{layer}" for site in ("encoder", "decoder", "cross") for layer in range(LAYERS)
     }
@@ -87,23 +103,27 @@ def test_the_map_callback_logs_one_image_per_site_and_layer_with_a_panel_per_hea
         f"{site}_L{layer}_probe0.png" for site in ("encoder", "decoder", "cross") for layer in range(LAYERS)
     )
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in paths)
+    assert {p.parent for p in paths} == {tmp_path / "attention" / "step000007"}
 
 
-def test_without_an_image_logger_the_pngs_are_still_saved(setup, tmp_path):
-    corpus, tok, _, module = setup
-    callback = AttentionMaps(tmp_path, tok, [p.src for p in corpus.splits["valid"][:2]])
-    paths = callback.draw(SimpleNamespace(loggers=[], global_step=0), module, "test")
+def test_without_an_image_logger_the_pngs_are_still_saved_for_the_default_probes(setup, tmp_path):
+    corpus, tok, data, module = setup
+    trainer = trainer_of(data, tmp_path)
+    callback = ready(AttentionMaps(num_probes=2), trainer, module)
+    assert callback.probes == default_probes(corpus.splits["valid"], 2)
+    paths = callback.draw(trainer, module, "test")
     assert len(paths) == 2 * 3 * LAYERS and all(p.is_file() for p in paths)
 
 
 def test_the_map_callback_logs_images_into_a_real_offline_wandb_run(setup, tmp_path):
     from lightning.pytorch.loggers import WandbLogger
 
-    corpus, tok, _, module = setup
+    corpus, tok, data, module = setup
     run = wandb.init(mode="offline", dir=str(tmp_path), project="t", name="maps")
     logger = WandbLogger(experiment=run, save_dir=str(tmp_path))
-    AttentionMaps(tmp_path / "attention", tok, [corpus.splits["valid"][0].src]).draw(
-        SimpleNamespace(loggers=[logger], global_step=3), module, "test"
+    trainer = trainer_of(data, tmp_path, [logger], global_step=3)
+    ready(AttentionMaps(probes=[corpus.splits["valid"][0].src]), trainer, module).draw(
+        trainer, module, "test"
     )
     run.finish()
     [run_dir] = (tmp_path / "wandb").glob("offline-run-*")
@@ -119,9 +139,8 @@ def test_the_map_callback_logs_images_into_a_real_offline_wandb_run(setup, tmp_p
 def test_the_stats_callback_reports_entropy_per_head_and_aer_against_gold(setup, tmp_path):
     corpus, tok, data, module = setup
     logger = StubLogger()
-    callback = AttentionStats(tmp_path, split="test")
-    trainer = SimpleNamespace(datamodule=data, loggers=[logger], global_step=5, is_global_zero=True)
-    callback.on_test_epoch_end(trainer, module)
+    callback = AttentionStats(split="test")
+    callback.on_test_epoch_end(trainer_of(data, tmp_path, [logger], global_step=5), module)
     m = module.logged
     for site in ("encoder", "decoder", "cross"):
         assert f"test/entropy/{site}" in m and f"test/max_weight/{site}" in m
@@ -139,17 +158,16 @@ def test_the_stats_callback_reports_entropy_per_head_and_aer_against_gold(setup,
     assert {key for key, *_ in logger.images} == {
         f"attention/entropy/{s}" for s in ("encoder", "decoder", "cross")
     }
-    assert (tmp_path / "test" / "entropy_cross.png").is_file()
+    assert (tmp_path / "attention" / "test" / "entropy_cross.png").is_file()
 
 
 def test_under_ddp_only_global_rank_0_draws_maps_and_computes_head_statistics(setup, tmp_path):
     corpus, tok, data, module = setup
     logger, logged = StubLogger(), {}
-    other_rank = SimpleNamespace(
-        datamodule=data, loggers=[logger], global_step=5, is_global_zero=False, sanity_checking=False
-    )
+    other_rank = trainer_of(data, tmp_path, [logger], global_step=5, is_global_zero=False)
     rank_1 = SimpleNamespace(**{**vars(module), "log_dict": logged.update})
-    AttentionMaps(tmp_path, tok, [corpus.splits["valid"][0].src]).on_test_epoch_end(other_rank, rank_1)
-    stats = AttentionStats(tmp_path, split="test")
+    maps = ready(AttentionMaps(probes=[corpus.splits["valid"][0].src]), other_rank, rank_1)
+    maps.on_test_epoch_end(other_rank, rank_1)
+    stats = AttentionStats(split="test")
     stats.on_test_epoch_end(other_rank, rank_1)
     assert not list(tmp_path.rglob("*")) and not logger.images and not logged and not stats.metrics

@@ -8,7 +8,7 @@ from attnlab.data.batching import TokenBudgetBatchSampler, fixed_size_batches, p
 from attnlab.data.corpus import Corpus, Pair
 from attnlab.data.datamodule import TranslationDataModule
 from attnlab.data.synthetic import generate
-from attnlab.data.tokenizer import WordTokenizer
+from attnlab.data.tokenizers.word import WordTokenizer
 
 MULTI30K = Path(__file__).parents[2] / "shared" / "data" / "multi30k"
 MAX_TOKENS = 600

@@ -1,23 +1,21 @@
-"""Every score × posenc × mask composes through Hydra and trains 5 steps without NaN; every score and
-every posenc also trains with queries and keys narrower than values (``model.key_dim``)."""
+"""Score × posenc × mask combinations compose through Hydra and train 5 steps without NaN, the loss
+falling: every pair of options of two groups (an all-pairs covering array, ``pairwise_combos``) and the
+riskiest triples (``RISKY_COMBOS``); every score and every posenc also trains with queries and keys
+narrower than values (``model.key_dim``)."""
 
 import pytest
 import torch
 
 from attnlab.data.datamodule import Collate, EncodedSplit
 from attnlab.data.synthetic import generate
-from attnlab.data.tokenizer import WordTokenizer
-from attnlab.task import TranslationTask
-from attnlab.train import build_model
+from attnlab.data.tokenizers.word import WordTokenizer
+from attnlab.training.build import build_model
+from attnlab.training.optim import OptimSettings
+from attnlab.training.task import TranslationTask
 
-from conftest import config_options
+from conftest import combos_to_test, config_options, pairwise_combos
 
-COMBOS = [
-    (s, p, m)
-    for s in config_options("attention/score")
-    for p in config_options("posenc")
-    for m in config_options("attention/mask")
-]
+COMBOS = combos_to_test()
 
 
 @pytest.fixture(scope="module")
@@ -34,13 +32,8 @@ def train_five_steps(cfg, batches) -> tuple[TranslationTask, list[float]]:
     """The task ``cfg`` builds and its losses over 5 optimiser steps on one batch."""
     tok, data = batches
     torch.manual_seed(0)
-    task = TranslationTask(
-        build_model(cfg, tok.vocab_size, tok.pad_id),
-        tok,
-        ["test"],
-        lr=cfg.optim.lr,
-        warmup_steps=cfg.optim.warmup_steps,
-    )
+    optim = OptimSettings(lr=cfg.optim.lr, warmup_steps=cfg.optim.warmup_steps)
+    task = TranslationTask(build_model(cfg, tok.vocab_size, tok.pad_id), tok, ["test"], optim)
     opt = task.configure_optimizers()["optimizer"]
     task.train()
     losses = []
@@ -62,6 +55,14 @@ SMALL = [
     "model.decoder_layers=1",
     "optim.warmup_steps=2",
 ]
+
+
+def test_the_combinations_cover_every_pair_of_options_of_two_groups():
+    options = [config_options(g) for g in ("attention/score", "posenc", "attention/mask")]
+    for a, b in ((0, 1), (0, 2), (1, 2)):
+        pairs = {(c[a], c[b]) for c in pairwise_combos()}
+        assert pairs == {(x, y) for x in options[a] for y in options[b]}
+    assert len(pairwise_combos()) == len(options[0]) * len(options[1])  # the smallest such set
 
 
 @pytest.mark.parametrize("score,posenc,mask", COMBOS, ids=["-".join(c) for c in COMBOS])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import csv
-import json
 import math
 from html.parser import HTMLParser
 from pathlib import Path
@@ -12,10 +11,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from attnlab.compare import cli, compare, load_expected, main, paper_table
-from attnlab.results import write_results
-from attnlab.runs import load_runs
-from attnlab.stats import length_buckets, paired_bootstrap, summarise
+from attnlab.cli.compare import cli, main
+from attnlab.compare import compare, load_runs, to_markdown
+from attnlab.compare.paper import load_expected
+from attnlab.compare.stats import length_buckets, paired_bootstrap, summarise
+from attnlab.compare.text import paper_table
+from attnlab.rundir import RunDir
 
 from conftest import run_module
 
@@ -65,36 +66,31 @@ def make_run(
             "params": 12345.0,
             "wall_s": 10.0,
         }
-    write_results(
-        run_dir,
-        "failed" if error else "completed",
-        error,
-        choices,
-        overrides,
-        seed,
-        metrics,
-        None if error else SIGNATURE,
+    run = RunDir(run_dir)
+    run.write_results(
+        status="failed" if error else "completed",
+        error=error,
+        choices=choices,
+        overrides=overrides,
+        seed=seed,
+        metrics=metrics,
+        sacrebleu=None if error else SIGNATURE,
     )
-    hydra = run_dir / ".hydra"
-    hydra.mkdir(parents=True, exist_ok=True)
+    run.hydra_config.parent.mkdir(parents=True, exist_ok=True)
     config = {"seed": seed, "model": {"num_heads": heads, "d_model": 32}, "posenc": {"max_distance": 16}}
-    (hydra / "config.yaml").write_text(yaml.safe_dump(config))
-    (hydra / "overrides.yaml").write_text(yaml.safe_dump(overrides))
+    run.hydra_config.write_text(yaml.safe_dump(config))
+    run.hydra_overrides.write_text(yaml.safe_dump(overrides))
     if error is not None:
         return run_dir
-    history = [
-        {"step": s, "epoch": s // 10, "val/bleu": bleu * s / 30, "val/loss": 3.0 - s / 30}
-        for s in (10, 20, 30)
-    ]
-    (run_dir / "history.jsonl").write_text("".join(json.dumps(row) + "\n" for row in history))
-    hyp = run_dir / "hyp"
-    hyp.mkdir()
+    run.start_history()
+    for step in (10, 20, 30):
+        run.append_history(
+            {"step": step, "epoch": step // 10, "val/bleu": bleu * step / 30, "val/loss": 3 - step / 30}
+        )
     for split in ("test", "test_long"):
-        (hyp / f"{split}.txt").write_text("".join(h + "\n" for h in hyps or HYPS[score]))
-        (hyp / f"{split}.ref.txt").write_text("".join(r + "\n" for r in refs))
-        (hyp / f"{split}.src.txt").write_text("".join(s + "\n" for s in SOURCES))
+        run.write_hypotheses(split, list(hyps or HYPS[score]), SOURCES, list(refs))
     for name in ("encoder_L0_probe0", "cross_L0_probe0"):
-        tiny_png(run_dir / "attention" / "test" / f"{name}.png")
+        tiny_png(run.attention("test") / f"{name}.png")
     return run_dir
 
 
@@ -148,7 +144,9 @@ def cli_run(sweep, tmp_path_factory):
             }
         )
     )
-    proc = run_module("attnlab.compare", sweep, str(sweep), "--expected", str(expected), "--bootstrap", "200")
+    proc = run_module(
+        "attnlab.cli.compare", sweep, str(sweep), "--expected", str(expected), "--bootstrap", "200"
+    )
     return proc, sweep / "compare"
 
 
@@ -191,14 +189,14 @@ def test_one_seed_gives_no_confidence_interval_rather_than_zero(tmp_path):
     assert (one.n, one.mean, one.std, one.ci) == (1, 30.0, None, None)
     make_run(tmp_path / "a", "dot", 0, 30.0)
     make_run(tmp_path / "b", "additive", 0, 20.0)
-    table = compare(load_runs([tmp_path]), bootstrap=0).to_markdown()
+    table = to_markdown(compare(load_runs([tmp_path]), bootstrap=0))
     assert "30.00 ± n/a" in table and "20.00 ± n/a" in table
 
 
 def test_the_first_run_found_is_the_baseline_and_the_output_says_so(comparison):
     assert comparison.baseline == "attention/score=dot"
     assert "first completed run found, sweep/0" in comparison.baseline_reason
-    assert "baseline: attention/score=dot" in comparison.to_markdown()
+    assert "baseline: attention/score=dot" in to_markdown(comparison)
 
 
 def test_bootstrap_p_is_small_against_garbage_and_one_for_identical_hypotheses(comparison):
@@ -368,7 +366,7 @@ def test_the_html_report_is_self_contained_and_embeds_every_plot_and_attention_m
 
 
 def test_report_text_from_run_dirs_is_escaped(tmp_path):
-    from attnlab.report import write_report
+    from attnlab.compare.html import write_report
 
     make_run(tmp_path / "a", "dot", 0, 30.0)
     make_run(tmp_path / "b", "<script>alert(1)</script>", 0, error="bad <b>tag</b> & more")
@@ -398,7 +396,7 @@ def test_bad_arguments_give_one_line_on_stderr_and_exit_2(sweep, args, message, 
 
 
 def test_a_folder_without_runs_gives_one_line_and_no_traceback(tmp_path):
-    proc = run_module("attnlab.compare", tmp_path, str(tmp_path))
+    proc = run_module("attnlab.cli.compare", tmp_path, str(tmp_path))
     assert proc.returncode == 2
     assert (
         proc.stderr.startswith("attnlab-compare: error: no run directories") and proc.stderr.count("\n") == 1

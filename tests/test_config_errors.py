@@ -2,7 +2,9 @@
 
 import pytest
 
-from conftest import results_of, run_cli
+from conftest import TINY, results_of, run_cli
+
+SMALL_DATA = [o for o in TINY if o.startswith("data.corpus.")]
 
 CASES = {
     "unknown group option": (["model=huge"], "model=huge: no such option"),
@@ -44,19 +46,28 @@ CASES = {
 
 
 @pytest.mark.parametrize("overrides,expected", CASES.values(), ids=CASES.keys())
-def test_bad_configuration_gives_a_one_line_error_and_a_nonzero_exit(tmp_path, overrides, expected):
-    proc = run_cli(tmp_path, "quiet=true", *overrides)
-    assert proc.returncode != 0
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
+def test_bad_configuration_gives_a_one_line_error_and_a_nonzero_exit(
+    train_in_process, tmp_path, overrides, expected
+):
+    keys = {o.lstrip("+").split("=")[0] for o in overrides}
+    small = [o for o in SMALL_DATA if o.split("=")[0] not in keys]  # data is built before the model
+    out = train_in_process("quiet=true", "logger=none", *small, *overrides)
+    assert out.returncode != 0
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
     assert lines[0].startswith("attnlab-train: error: ") and expected in lines[0]
-    assert "Traceback" not in proc.stdout + proc.stderr
+    assert "Traceback" not in out.stdout + out.stderr
     assert not (tmp_path / "run" / "checkpoints").exists()  # nothing trained
 
 
-def test_a_config_error_found_after_composition_is_recorded_as_a_failed_run(tmp_path):
+def test_the_console_command_reports_a_config_error_in_one_line_and_records_a_failed_run(tmp_path):
     proc = run_cli(tmp_path, "quiet=true", "model.num_heads=5")
     assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines() == [
+        f"attnlab-train: error: model.num_heads (5) must divide model.d_model (128): pick a divisor or set "
+        f"model.head_dim (run dir: {tmp_path / 'run'})"
+    ]
+    assert "Traceback" not in proc.stdout
     res = results_of(tmp_path)
     assert res["status"] == "failed" and "model.num_heads (5)" in res["error"]
     assert res["metrics"] == {}

@@ -9,7 +9,7 @@ import pytest
 
 from attnlab.data.files import load_files
 from attnlab.data.hub import load_hub
-from attnlab.data.tokenizer import load_tokenizer
+from attnlab.data.tokenizers import load_tokenizer
 
 from conftest import results_of, run_cli
 
@@ -84,16 +84,20 @@ def test_local_files_train_and_evaluate_through_the_cli(tmp_path, slice_dir, hf_
     assert tokenizer.vocab_size == 300 and tokenizer.decode(tokenizer.encode("Ein Hund.")) == "Ein Hund."
 
 
-def test_a_missing_file_gives_a_one_line_error_naming_the_key(tmp_path, slice_dir, hf_cache):
-    proc = run_cli(tmp_path, *file_keys(slice_dir, valid_tgt=str(tmp_path / "nope.de")), *SMALL_RUN)
+def test_a_missing_file_gives_a_one_line_error_naming_the_key(
+    train_in_process, tmp_path, slice_dir, hf_cache
+):
+    proc = train_in_process(*file_keys(slice_dir, valid_tgt=str(tmp_path / "nope.de")), *SMALL_RUN)
     assert_one_line_error(proc, "data.corpus.valid_tgt: no such file")
     assert results_of(tmp_path)["status"] == "failed"
 
 
-def test_unequal_line_counts_give_a_one_line_error_naming_both_files(tmp_path, slice_dir, hf_cache):
+def test_unequal_line_counts_give_a_one_line_error_naming_both_files(
+    train_in_process, tmp_path, slice_dir, hf_cache
+):
     short = tmp_path / "short.de"
     short.write_text("".join((slice_dir / "train.de").read_text().splitlines(keepends=True)[:-1]))
-    proc = run_cli(tmp_path, *file_keys(slice_dir, train_tgt=str(short)), *SMALL_RUN)
+    proc = train_in_process(*file_keys(slice_dir, train_tgt=str(short)), *SMALL_RUN)
     assert_one_line_error(proc, "has 300 lines but data.corpus.train_tgt")
 
 
@@ -125,8 +129,8 @@ def test_an_unreachable_hub_is_refused_before_datasets_starts_its_retries(tmp_pa
         load_hub("bentrevett/multi30k", "en", "de")
 
 
-def test_a_hub_option_on_the_cli_fails_with_one_line(tmp_path, hf_cache):
-    proc = run_cli(tmp_path, "data=multi30k", "logger=none", "quiet=true")
+def test_a_hub_option_on_the_cli_fails_with_one_line(train_in_process, hf_cache):
+    proc = train_in_process("data=multi30k", "logger=none", "quiet=true")
     assert_one_line_error(proc, "use local files instead: data=files")
 
 

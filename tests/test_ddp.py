@@ -9,20 +9,21 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from attnlab import distributed
-from attnlab.callbacks.throughput import Throughput
+from attnlab.config import CONF_DIR
 from attnlab.data.batching import RandomBatchSampler, ShardedBatchSampler, TokenBudgetBatchSampler, shard
 from attnlab.data.datamodule import TranslationDataModule
 from attnlab.data.synthetic import generate
-from attnlab.data.tokenizer import WordTokenizer
-from attnlab.results import read_results, write_results
-from attnlab.train import CONF_DIR, build_model
-from attnlab.wandb_offline import read_run
+from attnlab.data.tokenizers.word import WordTokenizer
+from attnlab.rundir import RunDir
+from attnlab.rundir.results import read_results
+from attnlab.rundir.wandb_offline import read_run
+from attnlab.training import distributed
+from attnlab.training.build import build_model
+from attnlab.training.callbacks.throughput import Throughput
 
-from conftest import TINY, results_of, run_cli, run_module
+from conftest import TINY, compose_fast, results_of, run_cli, run_module
 
 DDP = ["trainer=ddp", "trainer.accelerator=cpu", "trainer.devices=2"]
 FAST = [o for o in TINY if not o.startswith(("trainer.max_steps", "data.corpus.valid_size"))] + [
@@ -95,8 +96,7 @@ MODEL_OPTIONS = [
 def test_every_model_option_gives_every_parameter_a_gradient_as_ddp_requires(group, option):
     # strategy: ddp keeps find_unused_parameters=False: a parameter left out of a step would stall DDP
     overrides = [f"{group}={option}"] + (["model.d_model=32", "model.ffn_dim=64"] if group != "model" else [])
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        model = build_model(compose("train", overrides=overrides), vocab_size=50, pad_id=0)
+    model = build_model(compose_fast(overrides), vocab_size=50, pad_id=0)
     src, tgt = torch.randint(4, 50, (2, 7)), torch.randint(4, 50, (2, 5))
     model(src, tgt).sum().backward()
     assert [n for n, p in model.named_parameters() if p.requires_grad and p.grad is None] == []
@@ -126,8 +126,8 @@ def test_a_child_rank_reruns_only_this_job_as_a_single_run_in_the_jobs_folder(tm
     from hydra.core.hydra_config import HydraConfig
 
     monkeypatch.setattr(HydraConfig, "get", staticmethod(lambda: hydra_job(tmp_path)))
-    command, cwd = distributed.child_command("attnlab.train", local_rank=1)
-    assert command[1:3] == ["-m", "attnlab.train"] and cwd == "/somewhere"
+    command, cwd = distributed.child_command("attnlab.cli.train", local_rank=1)
+    assert command[1:3] == ["-m", "attnlab.cli.train"] and cwd == "/somewhere"
     assert command[3:] == [
         "trainer=ddp",
         "trainer.devices=2",
@@ -145,7 +145,15 @@ def test_only_rank_0_writes_results_unless_another_rank_recorded_its_own_failure
     assert not distributed.writes_results(1, failed=False, run_dir=tmp_path, since=0.0)
     assert distributed.writes_results(1, failed=True, run_dir=tmp_path, since=0.0)
     assert distributed.writes_results(0, failed=True, run_dir=tmp_path, since=0.0)
-    write_results(tmp_path, "failed", "rank 1: NonFiniteLossError: …", {}, [], 0, {}, None)
+    RunDir(tmp_path).write_results(
+        status="failed",
+        error="rank 1: NonFiniteLossError: …",
+        choices={},
+        overrides=[],
+        seed=0,
+        metrics={},
+        sacrebleu=None,
+    )
     assert not distributed.writes_results(0, failed=True, run_dir=tmp_path, since=0.0)
     assert distributed.writes_results(0, failed=True, run_dir=tmp_path, since=2e9)  # an older record
 
@@ -168,11 +176,12 @@ def test_the_run_throughput_is_the_sum_of_the_ranks_rates():
             assert reduce_op == "sum"
             return tensor * 2
 
-    throughput = Throughput(pad_id=0)
+    throughput = Throughput()
     throughput.tokens, throughput.seconds = 300, 2.0
     assert throughput.tokens_per_s == 150.0
     throughput.on_train_end(SimpleNamespace(strategy=TwoRanks()), SimpleNamespace(device=torch.device("cpu")))
     assert throughput.tokens_per_s == 300.0
+    assert throughput.final_metrics() == {"train/tokens_per_s": 300.0}
 
 
 @pytest.fixture(scope="module")
@@ -212,7 +221,9 @@ def test_the_other_rank_creates_no_folder_writes_no_file_and_prints_no_report(dd
 @pytest.mark.slow
 def test_a_2_job_ddp_multirun_gives_two_job_dirs_each_with_one_result_and_one_wandb_run(tmp_path):
     sweep = tmp_path / "sweep"
-    proc = run_module("attnlab.train", tmp_path, "-m", f"hydra.sweep.dir={sweep}", *FAST, *DDP, "seed=0,1")
+    proc = run_module(
+        "attnlab.cli.train", tmp_path, "-m", f"hydra.sweep.dir={sweep}", *FAST, *DDP, "seed=0,1"
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert [p.name for p in tmp_path.iterdir()] == ["sweep"]  # rank 1 re-ran no sweep elsewhere
     assert sorted(p.name for p in sweep.iterdir()) == ["0", "1", "multirun.yaml", "sweep.json"]
@@ -229,7 +240,7 @@ def test_a_2_job_ddp_multirun_gives_two_job_dirs_each_with_one_result_and_one_wa
 def test_a_failing_ddp_job_is_recorded_and_the_sweep_goes_on(tmp_path):
     sweep = tmp_path / "sweep"
     proc = run_module(
-        "attnlab.train", tmp_path, "-m", f"hydra.sweep.dir={sweep}", *FAST, *DDP, "optim.lr=1e30,2e-3"
+        "attnlab.cli.train", tmp_path, "-m", f"hydra.sweep.dir={sweep}", *FAST, *DDP, "optim.lr=1e30,2e-3"
     )
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert proc.stderr.strip().splitlines()[-1].startswith("attnlab-train: error: 1 of 2 jobs failed")
@@ -243,7 +254,7 @@ def test_ddp_jobs_side_by_side_under_joblib_start_their_ranks_as_attnlab_train(t
     # in a joblib worker __main__ is loky's, so Lightning's own child command would not run attnlab
     sweep = tmp_path / "sweep"
     overrides = ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={sweep}"]
-    proc = run_module("attnlab.train", tmp_path, "-m", *overrides, *FAST, *DDP, "logger=none", "seed=0,1")
+    proc = run_module("attnlab.cli.train", tmp_path, "-m", *overrides, *FAST, *DDP, "logger=none", "seed=0,1")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert [p.name for p in tmp_path.iterdir()] == ["sweep"]
     for job in ("0", "1"):

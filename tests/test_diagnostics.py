@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from attnlab.diagnostics import (
+from attnlab.analysis.diagnostics import (
     alignment_error_rate,
     alignments_from_attention,
     attention_entropy,

@@ -4,51 +4,52 @@ import json
 
 import pytest
 
-from conftest import TINY, results_of, run_cli, run_module
+from attnlab.rundir import RunDir
+
+from conftest import results_of, run_module
 
 
 def run_eval(cwd, *overrides):
-    return run_module("attnlab.eval", cwd, *overrides)
+    return run_module("attnlab.cli.eval", cwd, *overrides)
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("eval_run")
-    proc = run_cli(tmp, *TINY, "logger=none", "diagnostics.attention_maps=false")
+def checkpoint(trained_run) -> str:
+    return f"ckpt={RunDir(trained_run / 'run').checkpoints / 'best.ckpt'}"
+
+
+def test_evaluating_the_best_checkpoint_reproduces_the_runs_test_score(trained_run, tmp_path):
+    proc = run_eval(tmp_path, checkpoint(trained_run), "split=test", f"output={tmp_path / 'ev'}")
     assert proc.returncode == 0, proc.stderr
-    return tmp
-
-
-def test_evaluating_the_best_checkpoint_reproduces_the_runs_test_score(trained):
-    ckpt = trained / "run" / "checkpoints" / "best.ckpt"
-    proc = run_eval(trained, f"ckpt={ckpt}", "split=test", f"output={trained / 'ev'}")
-    assert proc.returncode == 0, proc.stderr
-    scores = json.loads((trained / "ev" / "scores.json").read_text())
-    assert scores["bleu"] == pytest.approx(results_of(trained)["metrics"]["test/bleu"], abs=0.5)
+    scores = json.loads((tmp_path / "ev" / "scores.json").read_text())
+    assert scores["bleu"] == pytest.approx(results_of(trained_run)["metrics"]["test/bleu"], abs=1e-4)
     assert scores["bleu_signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
-    hyps = (trained / "ev" / "hyp.txt").read_text().splitlines()
-    assert len(hyps) == 40 and "BLEU" in proc.stdout
+    hyps = (tmp_path / "ev" / "hyp.txt").read_text().splitlines()
+    assert hyps == RunDir(trained_run / "run").read_hypotheses("test").hyps  # the run's own decode
+    assert "BLEU" in proc.stdout
 
 
-def test_a_source_file_is_translated_and_scored_against_its_references(trained):
-    ckpt = trained / "run" / "checkpoints" / "best.ckpt"
-    refs = (trained / "run" / "hyp" / "test.txt").read_text().splitlines()[:5]
-    src = trained / "src.txt"
+def test_a_source_file_is_translated_and_scored_against_its_references(trained_run, tmp_path, in_process):
+    from attnlab.cli.eval import cli
+
+    refs = RunDir(trained_run / "run").read_hypotheses("test").hyps[:2]
+    src = tmp_path / "src.txt"
     src.write_text("the cat sees a dog\nthe two big dogs like the bird\n")
-    (trained / "ref.txt").write_text("".join(r + "\n" for r in refs[:2]))
-    proc = run_eval(
-        trained,
-        f"ckpt={ckpt}",
+    (tmp_path / "ref.txt").write_text("".join(r + "\n" for r in refs))
+    out = in_process(
+        cli,
+        "attnlab-eval",
+        checkpoint(trained_run),
         f"input={src}",
-        f"ref={trained / 'ref.txt'}",
+        f"ref={tmp_path / 'ref.txt'}",
         "decode.strategy=beam",
         "decode.beam_size=3",
-        f"output={trained / 'file'}",
+        f"output={tmp_path / 'file'}",
     )
-    assert proc.returncode == 0, proc.stderr
-    scores = json.loads((trained / "file" / "scores.json").read_text())
+    assert out.returncode == 0, out.stderr
+    scores = json.loads((tmp_path / "file" / "scores.json").read_text())
     assert scores["sentences"] == 2 and scores["decode"]["strategy"] == "beam" and "chrf" in scores
-    assert len((trained / "file" / "hyp.txt").read_text().splitlines()) == 2
+    assert scores["decode"]["beam_size"] == 3 and scores["decode"]["max_len_offset"] == 10  # the run's
+    assert len((tmp_path / "file" / "hyp.txt").read_text().splitlines()) == 2
 
 
 @pytest.mark.parametrize(
@@ -60,9 +61,11 @@ def test_a_source_file_is_translated_and_scored_against_its_references(trained):
         (["decode.strategy=sample"], "decode.strategy must be 'greedy' or 'beam'"),
     ],
 )
-def test_bad_evaluation_input_gives_a_one_line_error(trained, overrides, expected):
-    ckpt = f"ckpt={trained / 'run' / 'checkpoints' / 'best.ckpt'}"
-    proc = run_eval(trained, *([] if overrides[0].startswith("ckpt=") else [ckpt]), *overrides)
-    lines = proc.stderr.strip().splitlines()
-    assert proc.returncode != 0 and len(lines) == 1, proc.stderr
+def test_bad_evaluation_input_gives_a_one_line_error(trained_run, in_process, overrides, expected):
+    from attnlab.cli.eval import cli
+
+    ckpt = [] if overrides[0].startswith("ckpt=") else [checkpoint(trained_run)]
+    out = in_process(cli, "attnlab-eval", *ckpt, *overrides)
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode != 0 and len(lines) == 1, out.stderr
     assert lines[0].startswith("attnlab-eval: error: ") and expected in lines[0]

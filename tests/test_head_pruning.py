@@ -9,7 +9,7 @@ import pytest
 import torch
 from lightning.pytorch.loggers import CSVLogger
 
-from attnlab.attention.head_importance import (
+from attnlab.analysis.head_importance import (
     head_gates,
     heads_to_prune,
     normalise_by_layer,
@@ -17,15 +17,15 @@ from attnlab.attention.head_importance import (
     pruned_count,
     pruning_order,
 )
-from attnlab.attention.patterns.full import FullPattern
-from attnlab.attention.scores.scaled_dot import ScaledDotScore
-from attnlab.callbacks.head_pruning import HEAD_IMPORTANCE, HeadPruning, percent_label
 from attnlab.data.datamodule import TranslationDataModule
 from attnlab.data.synthetic import generate
-from attnlab.data.tokenizer import WordTokenizer
-from attnlab.model.transformer import build_transformer
-from attnlab.posenc.sinusoidal import SinusoidalPositions
-from attnlab.task import TranslationTask
+from attnlab.data.tokenizers.word import WordTokenizer
+from attnlab.rundir import RunDir
+from attnlab.training.callbacks.head_pruning import HeadPruning, percent_label
+from attnlab.training.optim import OptimSettings
+from attnlab.training.task import TranslationTask
+
+from conftest import make_transformer, results_of
 
 HEADS, LAYERS = 4, 2  # 2 encoder + 2 decoder layers: 6 attention layers, 24 heads
 FRACTIONS = [0.0, 0.2, 0.4, 0.6, 0.8]
@@ -45,12 +45,9 @@ def make_data(train_size=60, valid_size=10, test_size=12, test_long_size=3):
 
 def make_task(corpus, tok, seed=0, d_model=16, **optim) -> TranslationTask:
     torch.manual_seed(seed)
-    model = build_transformer(
+    model = make_transformer(
         tok.vocab_size,
         tok.pad_id,
-        ScaledDotScore,
-        FullPattern(),
-        SinusoidalPositions,
         d_model=d_model,
         num_heads=HEADS,
         encoder_layers=LAYERS,
@@ -58,11 +55,12 @@ def make_task(corpus, tok, seed=0, d_model=16, **optim) -> TranslationTask:
         ffn_dim=2 * d_model,
         dropout=0.0,
     )
-    return TranslationTask(model, tok, corpus.eval_splits, **optim)
+    return TranslationTask(model, tok, corpus.eval_splits, OptimSettings(**optim))
 
 
-def trainer(callbacks=(), logger=False, **kwargs) -> L.Trainer:
+def trainer(callbacks=(), logger=False, root=None, **kwargs) -> L.Trainer:
     return L.Trainer(
+        default_root_dir=None if root is None else str(root),
         accelerator="cpu",
         devices=1,
         logger=logger,
@@ -102,9 +100,9 @@ def runs(data, tmp_path_factory):
         return hyps, refs
 
     task.translate = spy
-    callback = HeadPruning(out, FRACTIONS)
+    callback = HeadPruning(FRACTIONS)
     logger = CSVLogger(out, name="csv")
-    metrics = trainer([callback], logger).test(task, datamodule=dm, verbose=False)[0]
+    metrics = trainer([callback], logger, root=out).test(task, datamodule=dm, verbose=False)[0]
     return SimpleNamespace(
         task=task,
         metrics=metrics,
@@ -200,7 +198,7 @@ def test_the_callback_logs_bleu_per_fraction_and_writes_head_importance_json(run
     pruned = [f"test/bleu_pruned_{pct}" for pct in ("0", "20", "40", "60", "80")]
     kept = [f"test/bleu_kept_{pct}" for pct in ("20", "40", "60", "80")]
     metrics = runs.callback.metrics
-    assert list(metrics) == pruned + kept
+    assert list(metrics) == pruned + kept and runs.callback.final_metrics() == metrics
     assert all(0.0 <= metrics[k] <= 100.0 for k in pruned)
     for pct in ("20", "40", "60", "80"):  # the share of the unpruned BLEU kept
         assert metrics[f"test/bleu_kept_{pct}"] == pytest.approx(
@@ -210,7 +208,7 @@ def test_the_callback_logs_bleu_per_fraction_and_writes_head_importance_json(run
         logged = {k: float(v) for row in csv.DictReader(f) for k, v in row.items() if k in metrics and v}
     assert logged == pytest.approx(metrics)
 
-    record = json.loads((runs.out / HEAD_IMPORTANCE).read_text())
+    record = json.loads(RunDir(runs.out).head_importance.read_text())
     total = 3 * LAYERS * HEADS
     assert record["num_heads"] == total and len(record["order"]) == total
     assert set(record["layers"]) == set(head_gates(runs.task.model))
@@ -247,10 +245,13 @@ def test_the_task_metrics_and_hypotheses_are_those_of_a_run_without_the_callback
 
 
 def test_the_callback_only_runs_on_global_rank_zero(data, tmp_path):
-    callback = HeadPruning(tmp_path)
+    callback = HeadPruning()
     module = SimpleNamespace(model=None)
-    callback.on_test_end(SimpleNamespace(is_global_zero=False, datamodule=data[2], loggers=[]), module)
-    assert callback.metrics == {} and not (tmp_path / HEAD_IMPORTANCE).exists()
+    other_rank = SimpleNamespace(
+        is_global_zero=False, datamodule=data[2], loggers=[], default_root_dir=tmp_path
+    )
+    callback.on_test_end(other_rank, module)
+    assert callback.final_metrics() == {} and not RunDir(tmp_path).head_importance.exists()
 
 
 @pytest.mark.parametrize(
@@ -264,7 +265,7 @@ def test_the_callback_only_runs_on_global_rank_zero(data, tmp_path):
 )
 def test_bad_fractions_are_refused_with_the_config_key(fractions, message, tmp_path):
     with pytest.raises(ValueError, match=f"diagnostics.prune_fractions .*{message}"):
-        HeadPruning(tmp_path, fractions)
+        HeadPruning(fractions)
 
 
 @pytest.mark.slow
@@ -273,23 +274,18 @@ def test_bleu_of_a_trained_model_falls_as_most_of_its_heads_are_pruned(tmp_path)
     corpus, tok, dm = make_data(train_size=2000, valid_size=40, test_size=60, test_long_size=3)
     task = make_task(corpus, tok, d_model=64, lr=3e-3, warmup_steps=100)
     trainer(max_steps=800, limit_val_batches=0).fit(task, datamodule=dm)
-    callback = HeadPruning(tmp_path, [0.0, 0.2, 0.8])
-    metrics = trainer([callback]).test(task, datamodule=dm, verbose=False)[0]
+    callback = HeadPruning([0.0, 0.2, 0.8])
+    metrics = trainer([callback], root=tmp_path).test(task, datamodule=dm, verbose=False)[0]
     bleu = callback.metrics
     assert torch.tensor(bleu["test/bleu_pruned_0"]).float().item() == metrics["test/bleu"] > 50.0
     assert bleu["test/bleu_pruned_0"] >= bleu["test/bleu_pruned_20"] > bleu["test/bleu_pruned_80"] + 20.0
 
 
-def test_attnlab_train_with_head_pruning_records_bleu_per_fraction_in_results_json(tmp_path):
-    from conftest import TINY, results_of, run_cli
-
-    proc = run_cli(
-        tmp_path, *TINY, "logger=none", "diagnostics.attention_maps=false", "diagnostics.head_pruning=true"
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    metrics = results_of(tmp_path)["metrics"]
+def test_attnlab_train_with_head_pruning_records_bleu_per_fraction_in_results_json(trained_run):
+    metrics = results_of(trained_run)["metrics"]
     for pct in ("0", "20", "40", "60", "80"):
         assert 0.0 <= metrics[f"test/bleu_pruned_{pct}"] <= 100.0
     assert metrics["test/decode_tokens_per_s"] > 0 and metrics["test_long/decode_ms_per_sentence"] > 0
-    record = json.loads((tmp_path / "run" / HEAD_IMPORTANCE).read_text())
+    record = json.loads(RunDir(trained_run / "run").head_importance.read_text())
     assert [row["fraction"] for row in record["fractions"]] == [0.0, 0.2, 0.4, 0.6, 0.8]
+    assert record["fractions"][2]["bleu"] == metrics["test/bleu_pruned_40"]

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from attnlab.attention.head_importance import head_gates, head_importance
+from attnlab.analysis.head_importance import head_gates, head_importance
 from attnlab.attention.multi_head import MultiHeadAttention
 from attnlab.attention.probs import masked_softmax
 from attnlab.attention.scores.scaled_dot import ScaledDotScore

@@ -5,28 +5,33 @@ d_k only through the query/key side, and cached decoding (keys cached at d_k, va
 uncached tokens for every score and encoding.
 """
 
+from dataclasses import replace
+
 import pytest
 import torch
 
-from attnlab.decode import beam_search, greedy_decode
 from attnlab.model.cache import DecoderCache
+from attnlab.training.decode import DecodeSettings, beam_search, greedy_decode
 
 from conftest import (
+    DECODE_VOCAB,
     assert_stepwise_decoding_matches_whole,
     config_options,
+    decode_ids,
     decode_sources,
-    rotated_combos,
+    pairwise_combos,
     tiny_decode_model,
 )
 
-VOCAB, PAD, BOS, EOS = 24, 0, 1, 2
-LIMITS = dict(max_len_ratio=1.0, max_len_offset=5)  # at most 15 steps for the 10-token sources
+IDS = decode_ids()
+VOCAB, PAD, BOS, EOS = DECODE_VOCAB, IDS.pad_id, IDS.bos_id, IDS.eos_id
+LIMITS = DecodeSettings(max_len_ratio=1.0, max_len_offset=5)  # at most 15 steps for the 10-token sources
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-COMBOS = rotated_combos()
+COMBOS = pairwise_combos()
 SCORES, POSENCS = config_options("attention/score"), config_options("posenc")
 
 
@@ -114,8 +119,8 @@ def test_cached_greedy_decoding_gives_the_uncached_tokens_when_key_dim_differs_f
         f"model.key_dim={key_dim}",
     )
     src = sources()
-    uncached = greedy_decode(model, src, BOS, EOS, PAD, **LIMITS, use_cache=False)
-    cached = greedy_decode(model, src, BOS, EOS, PAD, **LIMITS, use_cache=True)
+    uncached = greedy_decode(model, src, IDS, replace(LIMITS, use_cache=False))
+    cached = greedy_decode(model, src, IDS, replace(LIMITS, use_cache=True))
     assert cached.tolist() == uncached.tolist()
     assert uncached.size(1) == 10 + 5  # the longest sentence ran to its limit: 15 cached steps
 
@@ -152,14 +157,14 @@ def test_the_cache_keeps_keys_at_key_dim_and_values_at_head_dim_for_the_key_valu
     for self_cache, cross_cache in cache.layers:
         assert self_cache.k.shape == (4, kv_heads, 3, 2) and self_cache.v.shape == (4, kv_heads, 3, 4)
         assert cross_cache.k.shape == (4, kv_heads, 10, 2) and cross_cache.v.shape == (4, kv_heads, 10, 4)
-    uncached = greedy_decode(model, src, BOS, EOS, PAD, **LIMITS, use_cache=False)
-    assert greedy_decode(model, src, BOS, EOS, PAD, **LIMITS).tolist() == uncached.tolist()
+    uncached = greedy_decode(model, src, IDS, replace(LIMITS, use_cache=False))
+    assert greedy_decode(model, src, IDS, LIMITS).tolist() == uncached.tolist()
 
 
 @pytest.mark.parametrize("posenc", ["rope", "shaw"])
 def test_cached_beam_search_gives_the_uncached_hypotheses_with_narrow_keys(posenc, compose_cfg):
     model = make_model(compose_cfg, f"posenc={posenc}", "model.key_dim=4", "model.num_kv_heads=1")
     src = sources()
-    uncached = beam_search(model, src, BOS, EOS, PAD, beam_size=3, **LIMITS, use_cache=False)
-    cached = beam_search(model, src, BOS, EOS, PAD, beam_size=3, **LIMITS, use_cache=True)
+    uncached = beam_search(model, src, IDS, replace(LIMITS, beam_size=3, use_cache=False))
+    cached = beam_search(model, src, IDS, replace(LIMITS, beam_size=3, use_cache=True))
     assert cached.tolist() == uncached.tolist()

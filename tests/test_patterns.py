@@ -9,16 +9,15 @@ from omegaconf import OmegaConf
 
 from attnlab.attention.patterns.dilated import DilatedPattern
 from attnlab.attention.patterns.local import LocalPattern
-from attnlab.attention.scores.scaled_dot import ScaledDotScore
-from attnlab.model.transformer import build_transformer
-from attnlab.posenc.sinusoidal import SinusoidalPositions
-from attnlab.train import CONF_DIR
+from attnlab.config import CONF_DIR
+
+from conftest import make_transformer
 
 POS = torch.arange(5)
 
 
 def test_local_window_allows_exactly_the_band_of_half_width_w():
-    allowed = LocalPattern(window=1)(POS, POS, causal=False)[0, 0]
+    allowed = LocalPattern(window=1)(POS, POS)[0, 0]
     expected = torch.tensor(
         [[1, 1, 0, 0, 0], [1, 1, 1, 0, 0], [0, 1, 1, 1, 0], [0, 0, 1, 1, 1], [0, 0, 0, 1, 1]]
     )
@@ -26,7 +25,7 @@ def test_local_window_allows_exactly_the_band_of_half_width_w():
 
 
 def test_dilated_pattern_allows_every_rth_position_within_the_window():
-    allowed = DilatedPattern(dilation=2, window=1)(POS, POS, causal=False)[0, 0]
+    allowed = DilatedPattern(dilation=2, window=1)(POS, POS)[0, 0]
     expected = torch.tensor(
         [[1, 0, 1, 0, 0], [0, 1, 0, 1, 0], [1, 0, 1, 0, 1], [0, 1, 0, 1, 0], [0, 0, 1, 0, 1]]
     )
@@ -43,22 +42,20 @@ def test_patterns_refuse_a_non_positive_window(pattern):
 def test_every_pattern_keeps_the_diagonal_and_works_at_offset_positions(path):
     pattern = instantiate(OmegaConf.load(path))
     q_pos, k_pos = torch.arange(7, 10), torch.arange(10)  # a decoding step late in the sentence
-    allowed = pattern(q_pos, k_pos, causal=True)
+    allowed = pattern(q_pos, k_pos)
     if allowed is not None:
         assert allowed.shape == (1, 1, 3, 10)
         assert all(allowed[0, 0, i, 7 + i] for i in range(3))
-        full = pattern(torch.arange(10), k_pos, causal=True)[0, 0, 7:]
+        full = pattern(torch.arange(10), k_pos)[0, 0, 7:]
         assert torch.equal(allowed[0, 0], full)
 
 
 def _model(padding_mask):
     torch.manual_seed(0)
-    return build_transformer(
+    return make_transformer(
         20,
         0,
-        ScaledDotScore,
-        LocalPattern(2),
-        SinusoidalPositions,
+        mask=LocalPattern(2),
         d_model=16,
         num_heads=2,
         ffn_dim=32,

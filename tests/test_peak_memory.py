@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from attnlab.peak_memory import peak_memory_mb, reset_peak_memory
+from attnlab.training.peak_memory import peak_memory_mb, reset_peak_memory
 
 MIB = 2**20
 

@@ -4,7 +4,7 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 
-from attnlab.plots import attention_figure, heatmap_figure, save_figure
+from attnlab.analysis.plots import attention_figure, heatmap_figure, save_figure
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SOURCE = ["the", "cat", "sat", "</s>"]

@@ -11,14 +11,14 @@ from omegaconf import OmegaConf
 from attnlab.attention.masks import causal_mask, combine, padding_mask
 from attnlab.attention.multi_head import MultiHeadAttention
 from attnlab.attention.scores.scaled_dot import ScaledDotScore
-from attnlab.model.transformer import build_transformer
-from attnlab.posenc.alibi import ALiBiBias, alibi_slopes
+from attnlab.config import CONF_DIR
+from attnlab.posenc.alibi import AlibiPositions, alibi_slopes
+from attnlab.posenc.base import PositionalEncoding
 from attnlab.posenc.learned import LearnedPositions
-from attnlab.posenc.rope import RotaryEmbedding
-from attnlab.posenc.t5_bias import T5RelativeBias, relative_position_bucket
-from attnlab.train import CONF_DIR
+from attnlab.posenc.rope import RopePositions
+from attnlab.posenc.t5_bias import T5BiasPositions, relative_position_bucket
 
-from conftest import fused_and_explicit
+from conftest import fused_and_explicit, make_transformer
 
 POSENC_FILES = sorted((Path(CONF_DIR) / "posenc").glob("*.yaml"))
 NAMES = [p.stem for p in POSENC_FILES]
@@ -93,11 +93,33 @@ def test_every_encoding_gives_the_same_attention_on_the_fused_and_explicit_paths
     assert torch.allclose(fused, explicit, atol=1e-5)
 
 
-@pytest.mark.parametrize("site", SITES)
+@pytest.mark.parametrize("site", ["encoder", "decoder"])
 @pytest.mark.parametrize("name", NAMES)
-def test_every_bias_is_shaped_one_by_heads_by_queries_by_keys(name, site):
-    bias = make_posenc(name).bias(torch.arange(2, 5), torch.arange(7), site)
-    assert bias is None or (bias.shape == (1, 4, 3, 7) and torch.isfinite(bias).all())
+def test_an_encoding_that_defines_a_bias_gives_one_per_head_query_and_key_and_the_others_none(name, site):
+    pe = make_posenc(name)
+    bias = pe.bias(torch.arange(2, 5), torch.arange(7), site)
+    if type(pe).bias is PositionalEncoding.bias:
+        assert bias is None
+    else:
+        assert bias.shape == (1, 4, 3, 7) and torch.isfinite(bias).all() and bias.abs().sum() > 0
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_cross_attention_gets_the_encoding_only_when_the_encoding_acts_there(name):
+    model = make_transformer(30, posenc=posenc_factory(name), d_model=32, num_heads=4, ffn_dim=64).eval()
+    decoder_pe = model.decoder.posenc
+    acts = decoder_pe.acts_in_cross_attention
+    for layer in model.decoder.layers:
+        assert (layer.cross_attn.posenc is decoder_pe) == acts
+        assert acts or type(layer.cross_attn.posenc) is PositionalEncoding  # the no-op base
+    with torch.no_grad():  # learned terms start small: make any position dependence visible
+        for p in decoder_pe.parameters():
+            p.normal_()
+    cross = model.decoder.layers[0].cross_attn
+    x_q, x_kv = torch.randn(2, 3, 32), torch.randn(2, 5, 32)
+    here = cross(x_q, x_kv, None, torch.arange(3), torch.arange(5))
+    elsewhere = cross(x_q, x_kv, None, torch.arange(7, 10), torch.arange(2, 7))
+    assert torch.allclose(here, elsewhere, atol=1e-6) != acts  # positions reach it exactly when it acts
 
 
 @pytest.mark.parametrize("head_dim,key_dim", DIMS, ids=DIM_IDS)
@@ -117,11 +139,9 @@ def test_one_decoding_step_at_an_offset_position_matches_the_last_row_of_the_ful
 @pytest.mark.parametrize("name", NAMES)
 def test_the_encoder_is_permutation_equivariant_exactly_when_the_encoding_adds_no_positions(name):
     torch.manual_seed(0)
-    model = build_transformer(
-        vocab_size=30,
-        pad_id=0,
-        score=ScaledDotScore,
-        mask_pattern=lambda q_pos, k_pos, causal: None,
+    model = make_transformer(
+        30,
+        0,
         posenc=posenc_factory(name),
         d_model=32,
         num_heads=4,
@@ -168,7 +188,7 @@ def test_learned_positions_refuse_positions_beyond_the_table_naming_the_key():
 
 
 def test_rope_scores_depend_only_on_the_distance_between_query_and_key():
-    pe = RotaryEmbedding(d_model=32, num_heads=2, head_dim=16)
+    pe = RopePositions(d_model=32, num_heads=2, head_dim=16)
     q, k = torch.randn(2, 2, 5, 16), torch.randn(2, 2, 5, 16)
     pos = torch.arange(5)
 
@@ -182,7 +202,7 @@ def test_rope_scores_depend_only_on_the_distance_between_query_and_key():
 
 
 def test_rope_rotates_pairs_without_changing_their_length_and_leaves_position_zero_alone():
-    pe = RotaryEmbedding(d_model=8, num_heads=1, head_dim=8)
+    pe = RopePositions(d_model=8, num_heads=1, head_dim=8)
     q = torch.randn(1, 1, 6, 8)
     rq, _ = pe.rotate(q, q, torch.arange(6), torch.arange(6), "decoder")
     pair_norms = [x.unflatten(-1, (4, 2)).norm(dim=-1) for x in (rq, q)]  # (1, 1, 6, 4) each
@@ -194,28 +214,21 @@ def test_rope_rotates_pairs_without_changing_their_length_and_leaves_position_ze
     assert torch.allclose(rq[0, 0, 1, :2], expected, atol=1e-6)
 
 
-def test_rope_leaves_cross_attention_unrotated():
-    pe = RotaryEmbedding(d_model=32, num_heads=4, head_dim=8)
-    q, k = torch.randn(1, 4, 3, 8), torch.randn(1, 4, 5, 8)
-    rq, rk = pe.rotate(q, k, torch.arange(3), torch.arange(5), "cross")
-    assert torch.equal(rq, q) and torch.equal(rk, k)
-
-
 def test_rope_refuses_an_odd_head_dim_naming_the_key():
     with pytest.raises(ValueError, match=r"model\.head_dim, got 7"):
-        RotaryEmbedding(d_model=28, num_heads=4, head_dim=7)
+        RopePositions(d_model=28, num_heads=4, head_dim=7)
 
 
 def test_rope_rotates_over_the_key_width_and_refuses_an_odd_key_dim_naming_that_key():
-    pe = RotaryEmbedding(d_model=32, num_heads=2, head_dim=16, key_dim=6)
+    pe = RopePositions(d_model=32, num_heads=2, head_dim=16, key_dim=6)
     assert pe.inv_freq.shape == (3,)  # one frequency per pair of the d_k = 6 query/key dimensions
     q, k, pos = torch.randn(1, 2, 5, 6), torch.randn(1, 2, 5, 6), torch.arange(5)
     rq, rk = pe.rotate(q, k, pos, pos, "encoder")
     shifted = pe.rotate(q, k, pos + 9, pos + 9, "encoder")
     assert torch.allclose(rq @ rk.transpose(-2, -1), shifted[0] @ shifted[1].transpose(-2, -1), atol=1e-4)
-    RotaryEmbedding(d_model=28, num_heads=4, head_dim=7, key_dim=8)  # values are never rotated
+    RopePositions(d_model=28, num_heads=4, head_dim=7, key_dim=8)  # values are never rotated
     with pytest.raises(ValueError, match=r"model\.key_dim, got 7"):
-        RotaryEmbedding(d_model=32, num_heads=4, head_dim=8, key_dim=7)
+        RopePositions(d_model=32, num_heads=4, head_dim=8, key_dim=7)
 
 
 # ------------------------------------------------------------------------------------------- alibi
@@ -233,7 +246,9 @@ def test_alibi_slopes_for_a_head_count_that_is_not_a_power_of_two_follow_the_pap
 
 
 def test_alibi_encoder_bias_is_minus_slope_times_distance_on_a_hand_computed_case():
-    bias = ALiBiBias(d_model=32, num_heads=4, head_dim=8).bias(torch.arange(3), torch.arange(3), "encoder")
+    bias = AlibiPositions(d_model=32, num_heads=4, head_dim=8).bias(
+        torch.arange(3), torch.arange(3), "encoder"
+    )
     distance = torch.tensor([[0.0, 1, 2], [1, 0, 1], [2, 1, 0]])
     slopes = torch.tensor([1 / 4, 1 / 16, 1 / 64, 1 / 256])
     assert bias.shape == (1, 4, 3, 3)
@@ -242,7 +257,9 @@ def test_alibi_encoder_bias_is_minus_slope_times_distance_on_a_hand_computed_cas
 
 
 def test_alibi_decoder_bias_penalises_past_keys_only_on_a_hand_computed_case():
-    bias = ALiBiBias(d_model=32, num_heads=4, head_dim=8).bias(torch.arange(3), torch.arange(3), "decoder")
+    bias = AlibiPositions(d_model=32, num_heads=4, head_dim=8).bias(
+        torch.arange(3), torch.arange(3), "decoder"
+    )
     past = torch.tensor([[0.0, 0, 0], [1, 0, 0], [2, 1, 0]])  # i − j for j <= i; future keys are masked
     slopes = torch.tensor([1 / 4, 1 / 16, 1 / 64, 1 / 256])
     assert torch.equal(bias[0, 1], -past / 16)
@@ -250,11 +267,10 @@ def test_alibi_decoder_bias_penalises_past_keys_only_on_a_hand_computed_case():
 
 
 def test_alibi_bias_uses_the_given_positions_so_a_cached_step_sees_the_same_row():
-    pe = ALiBiBias(d_model=32, num_heads=4, head_dim=8)
+    pe = AlibiPositions(d_model=32, num_heads=4, head_dim=8)
     full = pe.bias(torch.arange(5), torch.arange(5), "decoder")
     step = pe.bias(torch.tensor([4]), torch.arange(5), "decoder")
     assert torch.equal(step, full[:, :, 4:])
-    assert pe.bias(torch.arange(3), torch.arange(5), "cross") is None
 
 
 # ---------------------------------------------------------------------------------------------- t5
@@ -276,17 +292,16 @@ def test_t5_unidirectional_buckets_match_hand_computed_values():
 
 
 def test_t5_bias_looks_up_one_learned_scalar_per_head_and_bucket():
-    pe = T5RelativeBias(d_model=32, num_heads=4, head_dim=8, num_buckets=8, max_distance=16)
+    pe = T5BiasPositions(d_model=32, num_heads=4, head_dim=8, num_buckets=8, max_distance=16)
     q_pos, k_pos = torch.arange(2, 6), torch.arange(7)
     for site, bidirectional in (("encoder", True), ("decoder", False)):
         bias = pe.bias(q_pos, k_pos, site)
         buckets = relative_position_bucket(k_pos[None, :] - q_pos[:, None], bidirectional, 8, 16)
         assert torch.equal(bias, pe.table.weight[buckets].permute(2, 0, 1)[None])
-    assert pe.bias(q_pos, k_pos, "cross") is None
     pe.bias(q_pos, k_pos, "encoder").sum().backward()
     assert pe.table.weight.grad.abs().sum() > 0
 
 
 def test_t5_refuses_a_max_distance_inside_the_exact_buckets_naming_the_keys():
     with pytest.raises(ValueError, match=r"posenc\.max_distance \(8\).*posenc\.num_buckets"):
-        partial(T5RelativeBias, num_buckets=32, max_distance=8)(d_model=32, num_heads=4, head_dim=8)
+        partial(T5BiasPositions, num_buckets=32, max_distance=8)(d_model=32, num_heads=4, head_dim=8)

@@ -3,14 +3,21 @@
 import re
 from datetime import datetime
 
-from attnlab.results import read_results, write_results
+from attnlab.rundir import RunDir
 
 
 def test_results_record_the_commit_machine_and_versions_of_the_run(tmp_path):
-    write_results(
-        tmp_path, "completed", None, {"posenc": "rope"}, ["posenc=rope"], 0, {"test/bleu": 1.0}, None
+    run = RunDir(tmp_path)
+    run.write_results(
+        status="completed",
+        error=None,
+        choices={"posenc": "rope"},
+        overrides=["posenc=rope"],
+        seed=0,
+        metrics={"test/bleu": 1.0},
+        sacrebleu=None,
     )
-    env = read_results(tmp_path)["env"]
+    env = run.read_results()["env"]
     assert re.fullmatch(r"[0-9a-f]{40}", env["commit"])  # the tests run from a git checkout
     assert isinstance(env["dirty"], bool)
     assert env["cpus"] >= 1 and env["device"] and env["host"]  # "cpu" or the GPU's name

@@ -6,20 +6,17 @@ import torch
 from attnlab.attention.masks import causal_mask, padding_mask
 from attnlab.attention.patterns.local import LocalPattern
 from attnlab.attention.recording import attention_sites, record_attention
-from attnlab.attention.scores.scaled_dot import ScaledDotScore
-from attnlab.model.transformer import build_transformer
-from attnlab.posenc.sinusoidal import SinusoidalPositions
+
+from conftest import make_transformer
 
 
 @pytest.fixture
 def model():
     torch.manual_seed(0)
-    return build_transformer(
+    return make_transformer(
         30,
         0,
-        ScaledDotScore,
-        LocalPattern(window=2),
-        SinusoidalPositions,
+        mask=LocalPattern(window=2),
         d_model=16,
         num_heads=2,
         ffn_dim=32,
@@ -38,8 +35,8 @@ def test_recorded_maps_are_distributions_that_respect_the_mask(model):
     src_keys = padding_mask(SRC, 0)  # (b, 1, 1, s)
     pos_s, pos_t = torch.arange(6), torch.arange(5)
     allowed = {
-        "encoder": src_keys & LocalPattern(2)(pos_s, pos_s, causal=False),
-        "decoder": padding_mask(TGT, 0) & causal_mask(pos_t, pos_t) & LocalPattern(2)(pos_t, pos_t, True),
+        "encoder": src_keys & LocalPattern(2)(pos_s, pos_s),
+        "decoder": padding_mask(TGT, 0) & causal_mask(pos_t, pos_t) & LocalPattern(2)(pos_t, pos_t),
         "cross": src_keys.expand(2, 1, 5, 6),
     }
     for (site, _), p in maps.items():

@@ -4,8 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from attnlab.data.sentencepiece import SentencePieceTokenizer
-from attnlab.data.tokenizer import WordTokenizer, load_tokenizer
+from attnlab.data.tokenizers import load_tokenizer
+from attnlab.data.tokenizers.sentencepiece import SentencePieceTokenizer
+from attnlab.data.tokenizers.word import WordTokenizer
 
 MULTI30K = Path(__file__).parents[2] / "shared" / "data" / "multi30k"
 

@@ -1,26 +1,25 @@
 """Training-loop pieces: schedule, decoding, a NaN loss stopping the run with a clear error, decode speed."""
 
+import math
+
 import pytest
 import torch
 
-from attnlab.attention.patterns.full import FullPattern
-from attnlab.attention.scores.scaled_dot import ScaledDotScore
 from attnlab.data.synthetic import generate
-from attnlab.data.tokenizer import WordTokenizer
-from attnlab.decode import greedy_decode
-from attnlab.model.transformer import build_transformer
-from attnlab.posenc.sinusoidal import SinusoidalPositions
-from attnlab.task import NonFiniteLossError, TranslationTask, _output_lengths, inverse_sqrt
+from attnlab.data.tokenizers import SPECIAL_IDS
+from attnlab.data.tokenizers.word import WordTokenizer
+from attnlab.training.decode import DecodeSettings, greedy_decode
+from attnlab.training.optim import OptimSettings, inverse_sqrt
+from attnlab.training.task import NonFiniteLossError, TranslationTask, _output_lengths
+
+from conftest import make_transformer
 
 
 def _model(vocab_size=30):
     torch.manual_seed(0)
-    return build_transformer(
+    return make_transformer(
         vocab_size,
         0,
-        ScaledDotScore,
-        FullPattern(),
-        SinusoidalPositions,
         d_model=32,
         num_heads=2,
         ffn_dim=64,
@@ -37,7 +36,7 @@ def test_inverse_sqrt_warms_up_linearly_then_decays_with_the_square_root():
 def test_greedy_decoding_stops_at_eos_and_respects_the_length_limit():
     model = _model()
     src = torch.tensor([[5, 6, 7, 2], [5, 2, 0, 0]])
-    out = greedy_decode(model, src, bos_id=1, eos_id=2, pad_id=0, max_len_ratio=1.0, max_len_offset=2)
+    out = greedy_decode(model, src, SPECIAL_IDS, DecodeSettings(max_len_ratio=1.0, max_len_offset=2))
     lengths = (src != 0).sum(1)
     for row, limit in zip(out, (lengths + 2).tolist()):
         ids = row.tolist()
@@ -48,9 +47,9 @@ def test_greedy_decoding_stops_at_eos_and_respects_the_length_limit():
 def test_decoding_the_batch_equals_decoding_each_sentence_alone():
     model = _model()
     src = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, 0, 0]])
-    batch = greedy_decode(model, src, 1, 2, 0)
+    batch = greedy_decode(model, src, SPECIAL_IDS)
     for i, length in enumerate([5, 3]):
-        alone = greedy_decode(model, src[i : i + 1, :length], 1, 2, 0)
+        alone = greedy_decode(model, src[i : i + 1, :length], SPECIAL_IDS)
         n = alone.size(1)
         assert batch[i, :n].tolist() == alone[0].tolist()
 
@@ -58,7 +57,7 @@ def test_decoding_the_batch_equals_decoding_each_sentence_alone():
 def test_a_nan_loss_stops_training_with_an_error_naming_the_learning_rate():
     corpus = generate(train_size=20, valid_size=5, test_size=5, test_long_size=2)
     tok = WordTokenizer.train(p.src + " " + p.tgt for p in corpus.splits["train"])
-    task = TranslationTask(_model(tok.vocab_size), tok, ["test"], lr=1e-3)
+    task = TranslationTask(_model(tok.vocab_size), tok, ["test"], OptimSettings(lr=1e-3))
     task.train()
     with torch.no_grad():
         task.model.generator.weight.fill_(float("nan"))
@@ -103,14 +102,23 @@ def test_decoding_speed_is_reported_for_every_evaluation_split_at_test(tested):
         assert (
             1.0 - 1e-3
             <= tokens_per_sentence
-            <= longest * task.hparams.max_len_ratio + task.hparams.max_len_offset
+            <= longest * task.decode_settings.max_len_ratio + task.decode_settings.max_len_offset
         )
         assert {f"{split}/bleu", f"{split}/chrf"} <= set(metrics)
 
 
-def test_validation_metrics_are_unchanged_by_the_speed_measurement(tested):
-    *_, val_metrics = tested
-    assert set(val_metrics) == {"val/bleu", "val/chrf", "val/loss", "val/ppl"}
+def test_validation_reports_bleu_chrf_and_the_unsmoothed_loss_of_the_whole_split_without_speed(tested):
+    task, data, _, val_metrics = tested
+    assert set(val_metrics) == {"val/bleu", "val/chrf", "val/loss", "val/ppl"}  # no decode speed here
+    hyps, refs = task.translate(data.eval_dataloader("valid"))
+    scores = task.corpus_scores(hyps, refs)
+    assert val_metrics["val/bleu"] == torch.tensor(scores["bleu"]).float().item()
+    assert val_metrics["val/chrf"] == torch.tensor(scores["chrf"]).float().item()
+    with torch.no_grad():
+        nll = [task.nll(batch, 0.0) for batch in data.eval_dataloader("valid")]
+    loss = sum(float(total) for total, _ in nll) / sum(tokens for _, tokens in nll)
+    assert val_metrics["val/loss"] == pytest.approx(loss, rel=1e-5)
+    assert val_metrics["val/ppl"] == pytest.approx(math.exp(loss), rel=1e-4)
 
 
 def test_translate_decodes_any_batches_as_the_test_does_without_touching_the_task_state(tested):

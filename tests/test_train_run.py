@@ -2,9 +2,9 @@
 
 import pytest
 
-from attnlab.wandb_offline import read_run
+from attnlab.rundir.wandb_offline import read_run
 
-from conftest import results_of, run_cli
+from conftest import results_of
 
 METRICS = {
     "test/bleu",
@@ -30,13 +30,8 @@ METRICS = {
 
 
 @pytest.fixture(scope="module")
-def wandb_run(tmp_path_factory):
-    from conftest import TINY
-
-    tmp = tmp_path_factory.mktemp("wandb_run")
-    proc = run_cli(tmp, *TINY, "seed=3", "logger=wandb")
-    assert proc.returncode == 0, proc.stderr
-    return tmp
+def wandb_run(trained_run):
+    return trained_run
 
 
 def test_a_short_run_writes_a_complete_results_json(wandb_run):
@@ -51,6 +46,8 @@ def test_a_short_run_writes_a_complete_results_json(wandb_run):
         "data": "synthetic",
         "trainer": "default",
         "logger": "wandb",
+        "callbacks": "default",
+        "data/tokenizer": "word",
     }
     assert "seed=3" in res["overrides"] and "logger=wandb" in res["overrides"]
     assert METRICS <= set(res["metrics"])
@@ -93,9 +90,9 @@ def test_the_offline_wandb_run_is_written_and_reads_back_from_its_files(wandb_ru
 
 
 @pytest.mark.parametrize("logger", ["csv", "none"])
-def test_csv_and_none_loggers_still_leave_results(tmp_path, tiny, logger):
+def test_csv_and_none_loggers_still_leave_results(train_in_process, tmp_path, tiny, logger):
     tiny[tiny.index("trainer.max_steps=20")] = "trainer.max_steps=3"
-    proc = run_cli(tmp_path, *tiny, "trainer.log_every_n_steps=1", f"logger={logger}")
+    proc = train_in_process(*tiny, "trainer.log_every_n_steps=1", f"logger={logger}")
     assert proc.returncode == 0, proc.stderr
     assert results_of(tmp_path)["status"] == "completed"
     assert (tmp_path / "run" / "hyp" / "test.txt").is_file()

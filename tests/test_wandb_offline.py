@@ -2,8 +2,8 @@
 
 import wandb
 
-from attnlab.loggers import resolve_wandb_mode
-from attnlab.wandb_offline import read_run
+from attnlab.rundir.wandb_offline import read_run
+from attnlab.training.loggers import resolve_wandb_mode
 
 
 def test_reader_recovers_config_history_summary_and_exit_code(tmp_path):

@@ -8,7 +8,8 @@ d_k at fixed d_v is Vaswani et al.'s Table 3 row B.
 
 Two paths that agree numerically (tested):
 - fused: ``torch.nn.functional.scaled_dot_product_attention`` for any score that can say how SDPA
-  computes it (``score.fused(q, k) -> (q, k, scale)``); positional biases join the mask as floats;
+  computes it (``score.fused(q, k) -> (q, k, scale)``, None when it cannot); positional biases join
+  the mask as floats;
 - explicit: ``score(q, k)`` + bias, then ``AttentionProbs`` (masked softmax), then ``@ v``. Taken for
   scores without a ``fused`` form, for encodings that need the probabilities (Shaw's value terms), and
   whenever a hook observes ``self.probs`` (recording attention).
@@ -31,6 +32,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from attnlab.attention.probs import AttentionProbs
+from attnlab.attention.scores.base import Score
 from attnlab.posenc.base import PositionalEncoding
 
 if TYPE_CHECKING:
@@ -76,8 +78,9 @@ class MultiHeadAttention(nn.Module):
     Args:
         d_model: model width.
         num_heads: query heads.
-        score: a score module (maps q, k to scores; may offer ``fused``).
-        posenc: the positional encoding of this stack; its attention hooks are applied.
+        score: the score function (``attnlab.attention.scores.base.Score``).
+        posenc: the positional encoding whose attention hooks apply at this site (a no-op
+            ``PositionalEncoding()`` where the encoding does not act, see ``build_transformer``).
         site: ``"encoder"``, ``"decoder"`` or ``"cross"``.
         head_dim: per-head value width d_v (None = d_model / num_heads).
         key_dim: per-head query/key width d_k, the width the score sees (None = head_dim).
@@ -91,7 +94,7 @@ class MultiHeadAttention(nn.Module):
         self,
         d_model: int,
         num_heads: int,
-        score: nn.Module,
+        score: Score,
         posenc: PositionalEncoding,
         site: str,
         head_dim: int | None = None,
@@ -174,10 +177,11 @@ class MultiHeadAttention(nn.Module):
         )
         if bias is not None:
             bias = bias.to(q.dtype)  # fused kernels want the mask in the query dtype (bf16 on GPU)
-        fused = getattr(self.score, "fused", None)
-        if fused is not None and not self.posenc.needs_probs and not self.probs.observed:
-            fq, fk, scale = fused(q, k)
-            out = self._fused(fq, fk, v, mask, bias, scale)
+        fused = None
+        if not self.posenc.needs_probs and not self.probs.observed:
+            fused = self.score.fused(q, k)  # (q', k', scale) or None
+        if fused is not None:
+            out = self._fused(*fused, v, mask, bias)
         else:
             out = self._explicit(q, k, v, mask, bias, q_pos, k_pos)
         if mask is not None:
@@ -186,7 +190,7 @@ class MultiHeadAttention(nn.Module):
         b, _, t_q, _ = out.shape
         return self.out_proj(out.transpose(1, 2).reshape(b, t_q, -1))  # (b, t_q, h d_v) -> (b, t_q, d_model)
 
-    def _fused(self, q, k, v, mask, bias, scale) -> torch.Tensor:
+    def _fused(self, q, k, scale, v, mask, bias) -> torch.Tensor:
         """q (b, h, t_q, d_k), k (b, h, t_k, d_k), v (b, h, t_k, d_v) -> (b, h, t_q, d_v)."""
         attn_mask = mask
         if bias is not None:

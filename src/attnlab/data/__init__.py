@@ -1,0 +1,1 @@
+"""Parallel corpora (synthetic, hub, files), tokenizers, batching and the Lightning data module."""

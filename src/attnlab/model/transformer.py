@@ -1,9 +1,10 @@
 """Encoder–decoder Transformer (Vaswani et al., 2017) built from pluggable attention parts.
 
 Shape letters: b batch, s source length, t target length, m d_model, V vocabulary.
-``build_transformer`` wires the parts: each attention site gets the configured score (or scaled dot
-where the score is restricted to other sites) and structural mask pattern (or none); each stack gets
-its own positional encoding instance, the decoder's also serving cross-attention. ``pad_id=None`` in
+``build_transformer`` wires the parts (``attnlab.model.spec``): each attention site gets the configured
+score (or scaled dot where the score is restricted to other sites) and structural mask pattern (or
+none); each stack gets its own positional encoding instance, and cross-attention gets the decoder's only
+when the encoding acts there (``PositionalEncoding.acts_in_cross_attention``). ``pad_id=None`` in
 ``Encoder``/``Decoder`` means padded keys are not masked. ``Decoder`` also runs one step at a time
 with a ``DecoderCache`` (incremental decoding, see attnlab.model.cache).
 """
@@ -11,17 +12,19 @@ with a ``DecoderCache`` (incremental decoding, see attnlab.model.cache).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import torch
 from torch import nn
 
 from attnlab.attention.masks import causal_mask, combine, padding_mask
-from attnlab.attention.multi_head import SITES, MultiHeadAttention, resolve_head_dim, resolve_key_dim
+from attnlab.attention.multi_head import MultiHeadAttention
+from attnlab.attention.patterns.base import MaskPattern
 from attnlab.attention.patterns.full import FullPattern
 from attnlab.attention.scores.scaled_dot import ScaledDotScore
 from attnlab.model.cache import DecoderCache
 from attnlab.model.layers import DecoderLayer, EncoderLayer, FeedForward
+from attnlab.model.spec import AttentionParts, TransformerSpec
 from attnlab.posenc.base import PositionalEncoding
 
 
@@ -31,7 +34,7 @@ class Encoder(nn.Module):
         embed: nn.Embedding,
         posenc: PositionalEncoding,
         layers: Sequence[EncoderLayer],
-        pattern: Callable,
+        pattern: MaskPattern,
         pad_id: int | None,
         dropout: float,
         final_norm: bool,
@@ -46,7 +49,7 @@ class Encoder(nn.Module):
         """src (b, s) token ids -> memory (b, s, m), key mask (b, 1, 1, s) or None (padding unmasked)."""
         pos = torch.arange(src.size(1), device=src.device)  # (s,)
         key_mask = padding_mask(src, self.pad_id)  # (b, 1, 1, s)
-        mask = combine(key_mask, self.pattern(pos, pos, causal=False))  # (b, 1, s|1, s)
+        mask = combine(key_mask, self.pattern(pos, pos))  # (b, 1, s|1, s)
         x = self.embed(src) * math.sqrt(self.embed.embedding_dim)  # (b, s, m)
         x = self.dropout(self.posenc.embed(x, pos))
         for layer in self.layers:
@@ -60,8 +63,8 @@ class Decoder(nn.Module):
         embed: nn.Embedding,
         posenc: PositionalEncoding,
         layers: Sequence[DecoderLayer],
-        self_pattern: Callable,
-        cross_pattern: Callable,
+        self_pattern: MaskPattern,
+        cross_pattern: MaskPattern,
         pad_id: int | None,
         dropout: float,
         final_norm: bool,
@@ -97,9 +100,9 @@ class Decoder(nn.Module):
         self_mask = combine(
             padding_mask(keys, self.pad_id),
             causal_mask(tgt_pos, key_pos),
-            self.self_pattern(tgt_pos, key_pos, causal=True),
+            self.self_pattern(tgt_pos, key_pos),
         )  # (b, 1, t_new, t)
-        cross_mask = combine(src_key_mask, self.cross_pattern(tgt_pos, src_pos, causal=False))
+        cross_mask = combine(src_key_mask, self.cross_pattern(tgt_pos, src_pos))
         y = self.embed(tgt) * math.sqrt(self.embed.embedding_dim)  # (b, t_new, m)
         y = self.dropout(self.posenc.embed(y, tgt_pos))
         for i, layer in enumerate(self.layers):
@@ -125,101 +128,60 @@ class Seq2Seq(nn.Module):
         return self.generator(self.decoder(tgt, memory, src_mask))
 
 
-def build_transformer(
-    vocab_size: int,
-    pad_id: int,
-    score: Callable[..., nn.Module],
-    mask_pattern: Callable,
-    posenc: Callable[..., PositionalEncoding],
-    d_model: int = 128,
-    num_heads: int = 4,
-    head_dim: int | None = None,
-    key_dim: int | None = None,
-    num_kv_heads: int | None = None,
-    encoder_layers: int = 2,
-    decoder_layers: int = 2,
-    ffn_dim: int = 512,
-    dropout: float = 0.1,
-    attention_dropout: float = 0.0,
-    norm_first: bool = True,
-    tie_embeddings: bool = True,
-    projections: bool = True,
-    score_sites: Sequence[str] = SITES,
-    mask_sites: Sequence[str] = ("encoder", "decoder"),
-    padding_mask: bool = True,
-) -> Seq2Seq:
-    """Builds the model from sizes and factories for the score, mask pattern and positional encoding.
+def build_transformer(spec: TransformerSpec, parts: AttentionParts, vocab_size: int, pad_id: int) -> Seq2Seq:
+    """Builds the model that ``spec`` sizes from the attention ``parts``, for a vocabulary.
 
-    ``score`` is called with ``key_dim`` (the query/key width d_k it scores over) and ``num_heads``;
-    ``posenc`` with ``d_model``, ``num_heads``, ``head_dim`` (the value width d_v) and ``key_dim`` (None
-    when it is not set, meaning head_dim): the way Hydra ``_partial_`` configs are finished.
-    ``head_dim=None`` is d_model / num_heads; ``key_dim=None`` is head_dim, and a smaller ``key_dim`` at
-    fixed ``head_dim`` is Vaswani et al. (2017), Table 3 row B. ``projections=False`` is the textbook
-    simplified attention (Q = K = V = X); ``padding_mask=False`` lets attention see padded keys (an
-    ablation).
+    The score factory is called with ``key_dim`` (the query/key width d_k it scores over) and
+    ``num_heads``; the posenc factory with ``d_model``, ``num_heads``, ``head_dim`` (the value width d_v)
+    and ``key_dim`` (None when it is not set, meaning head_dim): the way Hydra ``_partial_`` configs are
+    finished.
     """
-    for key, value in dict(
-        d_model=d_model,
-        encoder_layers=encoder_layers,
-        decoder_layers=decoder_layers,
-        ffn_dim=ffn_dim,
-        vocab_size=vocab_size,
-    ).items():
-        if value <= 0:
-            raise ValueError(f"model.{key} must be positive, got {value}")
-    for key, value in dict(dropout=dropout, attention_dropout=attention_dropout).items():
-        if not 0.0 <= value < 1.0:
-            raise ValueError(f"model.{key} must be in [0, 1), got {value}")
-    for key, sites in dict(score_sites=score_sites, mask_sites=mask_sites).items():
-        unknown = sorted(set(sites) - set(SITES))
-        if unknown:
-            raise ValueError(f"attention.{key} has unknown sites {unknown}; choose from {list(SITES)}")
-    d = resolve_head_dim(d_model, num_heads, head_dim)
-    d_k = resolve_key_dim(d, key_dim)
-    enc_pe = posenc(d_model=d_model, num_heads=num_heads, head_dim=d, key_dim=key_dim)
-    dec_pe = posenc(d_model=d_model, num_heads=num_heads, head_dim=d, key_dim=key_dim)
+    if vocab_size <= 0:
+        raise ValueError(f"model.vocab_size must be positive, got {vocab_size}")
+    d_model, num_heads, dropout, norm_first = spec.d_model, spec.num_heads, spec.dropout, spec.norm_first
+    d_v, d_k = spec.value_dim, spec.query_key_dim
+    enc_pe, dec_pe = (
+        parts.posenc(d_model=d_model, num_heads=num_heads, head_dim=d_v, key_dim=spec.key_dim)
+        for _ in range(2)
+    )
+    cross_pe = dec_pe if dec_pe.acts_in_cross_attention else PositionalEncoding(d_model, num_heads, d_v)
 
     def attention(site: str, pe: PositionalEncoding) -> MultiHeadAttention:
-        site_score = score if site in score_sites else ScaledDotScore
+        score = parts.score if site in parts.score_sites else ScaledDotScore
         return MultiHeadAttention(
             d_model,
             num_heads,
-            site_score(key_dim=d_k, num_heads=num_heads),
+            score(key_dim=d_k, num_heads=num_heads),
             pe,
             site,
-            head_dim=d,
+            head_dim=d_v,
             key_dim=d_k,
-            num_kv_heads=num_kv_heads,
-            dropout=attention_dropout,
-            projections=projections,
+            num_kv_heads=spec.num_kv_heads,
+            dropout=spec.attention_dropout,
+            projections=spec.projections,
         )
 
-    def pattern(site: str) -> Callable:
-        return mask_pattern if site in mask_sites else FullPattern()
+    def pattern(site: str) -> MaskPattern:
+        return parts.mask if site in parts.mask_sites else FullPattern()
+
+    def ffn() -> FeedForward:
+        return FeedForward(d_model, spec.ffn_dim, dropout)
 
     embed = nn.Embedding(vocab_size, d_model, padding_idx=pad_id)
     nn.init.normal_(embed.weight, std=d_model**-0.5)
     with torch.no_grad():
         embed.weight[pad_id].zero_()
     enc_layers = [
-        EncoderLayer(
-            attention("encoder", enc_pe), FeedForward(d_model, ffn_dim, dropout), dropout, norm_first
-        )
-        for _ in range(encoder_layers)
+        EncoderLayer(attention("encoder", enc_pe), ffn(), dropout, norm_first)
+        for _ in range(spec.encoder_layers)
     ]
     dec_layers = [
-        DecoderLayer(
-            attention("decoder", dec_pe),
-            attention("cross", dec_pe),
-            FeedForward(d_model, ffn_dim, dropout),
-            dropout,
-            norm_first,
-        )
-        for _ in range(decoder_layers)
+        DecoderLayer(attention("decoder", dec_pe), attention("cross", cross_pe), ffn(), dropout, norm_first)
+        for _ in range(spec.decoder_layers)
     ]
-    mask_pad = pad_id if padding_mask else None
+    mask_pad = pad_id if parts.padding_mask else None
     encoder = Encoder(embed, enc_pe, enc_layers, pattern("encoder"), mask_pad, dropout, norm_first)
     decoder = Decoder(
         embed, dec_pe, dec_layers, pattern("decoder"), pattern("cross"), mask_pad, dropout, norm_first
     )
-    return Seq2Seq(encoder, decoder, vocab_size, tie_embeddings)
+    return Seq2Seq(encoder, decoder, vocab_size, spec.tie_embeddings)

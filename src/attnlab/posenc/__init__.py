@@ -1,0 +1,1 @@
+"""Positional encodings, one file each on ``PositionalEncoding`` (``base``)."""

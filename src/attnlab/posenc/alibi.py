@@ -7,10 +7,8 @@ which is what lets a model trained on short inputs read longer ones. Sites:
   encoders (their paper only trains causal language models);
 - decoder (causal): −m_h · (i − j) for keys j ≤ i, the paper's bias; keys j > i are masked by the
   causal mask, and get 0 here rather than a reward, so the bias never favours the future;
-- cross: no bias. Query positions index the target and key positions the source, so |i − j| would
-  pull target word i towards source word i: a monotone, diagonal alignment prior that is wrong for
-  reordering pairs (the synthetic corpus is SVO → SOV), would bias the alignment error rate measured
-  on cross-attention, and has no published counterpart (ALiBi was defined for decoder-only LMs).
+- cross: no bias (``acts_in_cross_attention`` is False: see ``attnlab.posenc.base``; ALiBi was defined
+  for decoder-only language models).
 
 Shape letters: h heads, t_q / t_k query / key length.
 """
@@ -39,7 +37,7 @@ def alibi_slopes(num_heads: int) -> list[float]:
     return alibi_slopes(closest) + alibi_slopes(2 * closest)[0::2][: num_heads - closest]
 
 
-class ALiBiBias(PositionalEncoding):
+class AlibiPositions(PositionalEncoding):
     """A fixed linear distance penalty per head on encoder and decoder self-attention scores.
 
     Args:
@@ -54,8 +52,6 @@ class ALiBiBias(PositionalEncoding):
         self.register_buffer("slopes", torch.tensor(alibi_slopes(num_heads)), persistent=False)  # (h,)
 
     def bias(self, q_pos: torch.Tensor, k_pos: torch.Tensor, site: str) -> torch.Tensor | None:
-        if site == "cross":
-            return None  # target vs source positions: see the module docstring
         rel = (q_pos[:, None] - k_pos[None, :]).to(self.slopes.dtype)  # (t_q, t_k), i − j
         dist = rel.abs() if site == "encoder" else rel.clamp(min=0)  # (t_q, t_k)
         return (-self.slopes[:, None, None] * dist)[None]  # (1, h, t_q, t_k)

@@ -7,17 +7,33 @@
   and Σ_j p_ij a^V_ij added to the output (Shaw et al., 2018). An encoding with value terms sets
   ``needs_probs = True``, which sends attention through the explicit path (the probabilities must exist).
 
-One instance serves one stack (encoder or decoder); the decoder's also serves cross-attention.
+One instance serves one stack (encoder or decoder). Cross-attention is a policy, one class attribute:
+``acts_in_cross_attention`` (default False). When it is False, ``build_transformer`` hands
+cross-attention a no-op ``PositionalEncoding()`` instead of the decoder's encoding, so no hook below
+ever sees site ``"cross"``. That is the right default for every relative or rotary encoding: there the
+query position indexes the target and the key position the source, so i − j compares positions in two
+different sentences. A bias or rotation on it would impose a monotone, diagonal alignment prior that is
+wrong for reordering language pairs (the synthetic corpus is SVO → SOV), has no published counterpart
+(T5 and ALiBi add nothing there; Shaw et al. define relative terms for self-attention only; RoPE was
+defined for self-attention), and would bias the alignment error rate measured on cross-attention.
+Content alone finds the source word; the encoder's memory already carries relative order. Encodings
+that only ``embed`` never act in attention at all.
+
 Every encoding is built as ``(d_model, num_heads, head_dim, key_dim)`` plus its own hyperparameters
 (a Hydra ``_partial_`` finished by ``build_transformer``): ``head_dim`` is the value width d_v,
 ``key_dim`` the query/key width d_k (None = head_dim), so what touches q and k uses d_k and what adds
 to the output uses d_v. Shape letters: b batch, h query heads, h_kv key/value heads, t_q / t_k query /
 key length, d_k query/key head dim, d_v value head dim.
-``site`` is ``"encoder"``, ``"decoder"`` or ``"cross"``, so an encoding can treat them differently
-(e.g. symmetric vs causal ALiBi).
+``site`` is ``"encoder"`` or ``"decoder"`` (or ``"cross"`` for an encoding that acts there), so an
+encoding can treat them differently (e.g. symmetric vs causal ALiBi).
+
+A new encoding is one file here, ``<name>.py`` defining ``<Name>Positions(PositionalEncoding)``, and one
+YAML, ``conf/posenc/<name>.yaml``.
 """
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 import torch
 from torch import nn
@@ -27,6 +43,7 @@ class PositionalEncoding(nn.Module):
     """Acts nowhere (``posenc=none``); subclasses override the hooks they need."""
 
     needs_probs = False
+    acts_in_cross_attention: ClassVar[bool] = False  # see the module docstring
 
     def __init__(self, d_model: int, num_heads: int, head_dim: int, key_dim: int | None = None):
         super().__init__()

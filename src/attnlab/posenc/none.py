@@ -1,5 +1,7 @@
 """No positional information: attention is permutation-equivariant (a baseline and an ablation)."""
 
-from attnlab.posenc.base import PositionalEncoding as NoPositions
+from attnlab.posenc.base import PositionalEncoding
 
-__all__ = ["NoPositions"]
+
+class NonePositions(PositionalEncoding):
+    """Adds nothing anywhere (every hook of ``PositionalEncoding`` is a no-op)."""

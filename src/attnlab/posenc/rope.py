@@ -4,12 +4,7 @@ Rotating q at position i and k at position j gives q·k = Re[Σ_i q̃_i conj(k̃
 depends on the positions only through i − j. Pairs are adjacent dimensions, as in the paper (the
 "rotate half" layout of GPT-NeoX is the same up to a fixed permutation of the learned projections).
 
-Cross-attention is left unrotated. There the query position indexes the target and the key position
-the source, so i − j compares positions in two different sentences: rotation would impose a prior that
-target word i attends near source word i (a monotone, diagonal alignment), which is wrong for
-reordering language pairs (the synthetic corpus is SVO → SOV) and would also bias the alignment error
-rate we measure on cross-attention. Content alone finds the source word, as in T5's and ALiBi's
-cross-attention (neither adds positions there); the encoder's memory already carries relative order.
+Cross-attention is left unrotated (``acts_in_cross_attention`` is False: see ``attnlab.posenc.base``).
 Queries and keys are rotated, values never: pairs run over the query/key width d_k (``model.key_dim``,
 which defaults to ``model.head_dim``). Shape letters: b batch, h heads, t length, d_k query/key head dim.
 """
@@ -21,7 +16,7 @@ import torch
 from attnlab.posenc.base import PositionalEncoding
 
 
-class RotaryEmbedding(PositionalEncoding):
+class RopePositions(PositionalEncoding):
     """Rotates queries and keys of self-attention (encoder and decoder) by their positions.
 
     Args:
@@ -55,6 +50,4 @@ class RotaryEmbedding(PositionalEncoding):
     def rotate(
         self, q: torch.Tensor, k: torch.Tensor, q_pos: torch.Tensor, k_pos: torch.Tensor, site: str
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        if site == "cross":
-            return q, k  # target vs source positions: see the module docstring
         return self._rotate(q, q_pos), self._rotate(k, k_pos)

@@ -7,8 +7,8 @@ the paper learns them per layer). k = 0 gives every pair the same vector: no pos
 the paper's 12.5-BLEU row. The value term needs the attention probabilities, so with ``values: true``
 attention takes the explicit path; keys only runs fused (the key term joins the SDPA mask).
 
-Cross-attention gets no relative terms: the paper defines them for self-attention, and target vs
-source positions (i − j across two sentences) would impose a monotone alignment prior.
+Cross-attention gets no relative terms (``acts_in_cross_attention`` is False: see
+``attnlab.posenc.base``): the paper defines them for self-attention.
 a^K is as wide as the keys (d_k, ``model.key_dim``), a^V as the values (d_v, ``model.head_dim``).
 Shape letters: b batch, h heads, t_q / t_k query / key length, d_k query/key head dim, d_v value head dim.
 """
@@ -21,7 +21,7 @@ from torch import nn
 from attnlab.posenc.base import PositionalEncoding
 
 
-class ShawRelative(PositionalEncoding):
+class ShawPositions(PositionalEncoding):
     """Relative position representations on keys and/or values of self-attention.
 
     Args:
@@ -63,13 +63,13 @@ class ShawRelative(PositionalEncoding):
         return (k_pos[None, :] - q_pos[:, None]).clamp(-self.clip, self.clip) + self.clip
 
     def score_terms(self, q, q_pos, k_pos, site):
-        if site == "cross" or self.rel_keys is None:
+        if self.rel_keys is None:
             return None
         a = self.rel_keys(self._index(q_pos, k_pos)).to(q.dtype)  # (t_q, t_k, d_k)
         return torch.einsum("bhqd,qkd->bhqk", q, a) * self.scale  # (b, h, t_q, t_k)
 
     def value_terms(self, p, q_pos, k_pos, site):
-        if site == "cross" or self.rel_values is None:
+        if self.rel_values is None:
             return None
         a = self.rel_values(self._index(q_pos, k_pos)).to(p.dtype)  # (t_q, t_k, d_v)
         return torch.einsum("bhqk,qkd->bhqd", p, a)  # (b, h, t_q, d_v)

@@ -6,10 +6,8 @@ Bidirectional (encoder) buckets split the range in two, keys after the query in 
 unidirectional (decoder) buckets only see past distances (future keys are masked anyway).
 One table per stack, shared by its layers, as in T5.
 
-Cross-attention gets no bias, as in T5: query positions index the target and key positions the
-source, so j − i has no fixed meaning across two sentences of different lengths and word orders
-(the synthetic corpus is SVO → SOV), and a learned bias there could only learn a diagonal prior
-that the alignment error rate measured on cross-attention would then reward or punish.
+Cross-attention gets no bias, as in T5 (``acts_in_cross_attention`` is False: see
+``attnlab.posenc.base``).
 Shape letters: h heads, t_q / t_k query / key length, B num_buckets.
 """
 
@@ -50,7 +48,7 @@ def relative_position_bucket(
     return buckets + torch.where(distance < max_exact, distance, large)
 
 
-class T5RelativeBias(PositionalEncoding):
+class T5BiasPositions(PositionalEncoding):
     """A learned (num_buckets, h) table of score offsets, looked up by bucketed relative position.
 
     Args:
@@ -84,8 +82,6 @@ class T5RelativeBias(PositionalEncoding):
         nn.init.normal_(self.table.weight, std=d_model**-0.5)  # T5's initialisation
 
     def bias(self, q_pos: torch.Tensor, k_pos: torch.Tensor, site: str) -> torch.Tensor | None:
-        if site == "cross":
-            return None  # target vs source positions: see the module docstring
         rel = k_pos[None, :] - q_pos[:, None]  # (t_q, t_k), j − i
         buckets = relative_position_bucket(rel, site == "encoder", self.num_buckets, self.max_distance)
         return self.table(buckets).permute(2, 0, 1)[None]  # (t_q, t_k, h) -> (1, h, t_q, t_k)

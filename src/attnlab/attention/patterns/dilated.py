@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import torch
 
+from attnlab.attention.patterns.base import MaskPattern
 
-class DilatedPattern:
+
+class DilatedPattern(MaskPattern):
     """Strided attention.
 
     Args:
@@ -24,7 +26,7 @@ class DilatedPattern:
             raise ValueError(f"attention.mask.window must be positive or null, got {window}")
         self.dilation, self.window = dilation, window
 
-    def __call__(self, q_pos: torch.Tensor, k_pos: torch.Tensor, causal: bool) -> torch.Tensor:
+    def __call__(self, q_pos: torch.Tensor, k_pos: torch.Tensor) -> torch.Tensor:
         """(t_q,), (t_k,) -> (1, 1, t_q, t_k)."""
         dist = (q_pos[:, None] - k_pos[None, :]).abs()  # (t_q, t_k)
         allowed = dist % self.dilation == 0

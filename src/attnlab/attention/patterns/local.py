@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import torch
 
+from attnlab.attention.patterns.base import MaskPattern
 
-class LocalPattern:
+
+class LocalPattern(MaskPattern):
     """Attend only within ``window`` positions of the query.
 
     Args:
@@ -21,7 +23,7 @@ class LocalPattern:
             raise ValueError(f"attention.mask.window must be positive, got {window}")
         self.window = window
 
-    def __call__(self, q_pos: torch.Tensor, k_pos: torch.Tensor, causal: bool) -> torch.Tensor:
+    def __call__(self, q_pos: torch.Tensor, k_pos: torch.Tensor) -> torch.Tensor:
         """(t_q,), (t_k,) -> (1, 1, t_q, t_k)."""
         dist = (q_pos[:, None] - k_pos[None, :]).abs()  # (t_q, t_k)
         return (dist <= self.window)[None, None]

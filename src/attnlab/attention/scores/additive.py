@@ -29,6 +29,8 @@ import torch
 from torch import nn
 from torch.autograd.function import once_differentiable
 
+from attnlab.attention.scores.base import Score
+
 #: Largest chunk, in elements of the (b, h, chunk, t_k, n) tensor (2**22 float32 = 16 MiB).
 MAX_CHUNK_ELEMENTS = 2**22
 
@@ -110,7 +112,7 @@ def _chunk(x: torch.Tensor, y: torch.Tensor, offset: torch.Tensor | None, work: 
     return torch.add(x.unsqueeze(3), y.unsqueeze(2), out=out).tanh_()
 
 
-class AdditiveScore(nn.Module):
+class AdditiveScore(Score):
     """Additive (Bahdanau) score: a one-hidden-layer network on each (query, key) pair.
 
     Args:
@@ -128,7 +130,7 @@ class AdditiveScore(nn.Module):
         hidden_dim: int | None = None,
         max_chunk_elements: int = MAX_CHUNK_ELEMENTS,
     ):
-        super().__init__()
+        super().__init__(key_dim, num_heads)
         n = key_dim if hidden_dim is None else hidden_dim
         if n <= 0:
             raise ValueError(f"attention.score.hidden_dim must be positive or null, got {hidden_dim}")

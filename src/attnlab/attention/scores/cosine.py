@@ -11,8 +11,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attnlab.attention.scores.base import Score
 
-class CosineScore(nn.Module):
+
+class CosineScore(Score):
     """Cosine similarity times a learned temperature; SDPA computes it from normalised q and k.
 
     Cosines lie in [-1, 1], so the temperature sets how peaked attention can get. It is stored as
@@ -25,7 +27,7 @@ class CosineScore(nn.Module):
     """
 
     def __init__(self, key_dim: int, num_heads: int, init_temperature: float | None = 10.0):
-        super().__init__()
+        super().__init__(key_dim, num_heads)
         tau = math.sqrt(key_dim) if init_temperature is None else init_temperature
         if tau <= 0:
             raise ValueError(f"attention.score.init_temperature must be positive, got {tau}")

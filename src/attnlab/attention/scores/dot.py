@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import torch
-from torch import nn
+
+from attnlab.attention.scores.base import Score
 
 
-class DotScore(nn.Module):
+class DotScore(Score):
     """Unscaled dot-product score; SDPA computes it with ``scale=1``, so it runs on the fused path.
 
     Without the 1/sqrt(d_k) of scaled dot, score variance grows with the query/key width d_k, which is
@@ -14,7 +15,7 @@ class DotScore(nn.Module):
     """
 
     def __init__(self, key_dim: int, num_heads: int):
-        super().__init__()
+        super().__init__(key_dim, num_heads)
 
     def forward(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
         """(b, h, t_q, d_k), (b, h, t_k, d_k) -> (b, h, t_q, t_k)."""

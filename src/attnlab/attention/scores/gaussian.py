@@ -15,8 +15,10 @@ import math
 import torch
 from torch import nn
 
+from attnlab.attention.scores.base import Score
 
-class GaussianScore(nn.Module):
+
+class GaussianScore(Score):
     """Negative squared distance over a learned width; nearer keys get more attention.
 
     σ is stored as log σ (positive, multiplicative steps).
@@ -29,7 +31,7 @@ class GaussianScore(nn.Module):
     """
 
     def __init__(self, key_dim: int, num_heads: int, init_sigma: float | None = None):
-        super().__init__()
+        super().__init__(key_dim, num_heads)
         sigma = key_dim**0.25 if init_sigma is None else init_sigma
         if sigma <= 0:
             raise ValueError(f"attention.score.init_sigma must be positive, got {sigma}")

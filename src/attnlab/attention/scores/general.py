@@ -8,8 +8,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from attnlab.attention.scores.base import Score
 
-class GeneralScore(nn.Module):
+
+class GeneralScore(Score):
     """Bilinear score with a learned (d_k, d_k) matrix per head; SDPA computes it from q' = q W.
 
     W starts at I / sqrt(d_k), so an untrained model scores exactly like scaled dot product and training
@@ -21,7 +23,7 @@ class GeneralScore(nn.Module):
     """
 
     def __init__(self, key_dim: int, num_heads: int):
-        super().__init__()
+        super().__init__(key_dim, num_heads)
         eye = torch.eye(key_dim) * key_dim**-0.5  # (d_k, d_k)
         self.weight = nn.Parameter(eye.expand(num_heads, key_dim, key_dim).clone())  # (h, d_k, d_k)
 

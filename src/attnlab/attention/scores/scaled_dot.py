@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import torch
-from torch import nn
+
+from attnlab.attention.scores.base import Score
 
 
-class ScaledDotScore(nn.Module):
+class ScaledDotScore(Score):
     """Scaled dot-product score; expressible by SDPA, so it runs on the fused path.
 
-    Score modules share one constructor signature, ``(key_dim, num_heads)``, so that the model can
-    finish any ``_partial_`` score config: ``key_dim`` is d_k, the width of the queries and keys the
-    score compares (``model.key_dim``, which defaults to ``model.head_dim``). This one needs only d_k.
+    ``key_dim`` is d_k, the width of the queries and keys the score compares (``model.key_dim``, which
+    defaults to ``model.head_dim``); the score needs nothing else.
     """
 
     def __init__(self, key_dim: int, num_heads: int):
-        super().__init__()
+        super().__init__(key_dim, num_heads)
         self.key_dim = key_dim
 
     def forward(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:

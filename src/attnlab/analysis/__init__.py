@@ -1,0 +1,3 @@
+"""What a model's attention does, as pure functions: entropy, peak weight and alignment error rate of
+attention maps (``diagnostics``), head importance and pruning (``head_importance``), and figures
+(``plots``). Callbacks in ``attnlab.training.callbacks`` run them during training."""
