@@ -38,3 +38,22 @@ def random_sources(batch: int, device: torch.device, seed: int = 0) -> torch.Ten
     src = torch.randint(3, VOCAB, (batch, 24), generator=g).to(device)  # (b, s)
     lengths = torch.randint(12, 25, (batch,), generator=g).to(device)  # (b,)
     return src.masked_fill(torch.arange(24, device=device)[None] >= lengths[:, None], PAD)
+
+
+def post_ln_model(
+    device: torch.device, d_model: int = 256, ffn_dim: int = 1024, dropout: float = 0.1
+) -> Seq2Seq:
+    """``small_model``'s layout (4 heads, 3 + 3 layers, scaled dot, sinusoids, vocabulary 8000) set up for
+    training as Vaswani et al. (2017) did: post-LN, dropout on, in train mode. ``d_model`` and ``ffn_dim``
+    shrink for tests."""
+    spec = TransformerSpec(
+        d_model=d_model,
+        num_heads=4,
+        encoder_layers=3,
+        decoder_layers=3,
+        ffn_dim=ffn_dim,
+        dropout=dropout,
+        norm_first=False,
+    )
+    parts = AttentionParts(ScaledDotScore, FullPattern(), SinusoidalPositions)
+    return build_transformer(spec, parts, VOCAB, PAD).to(device).train()

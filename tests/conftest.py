@@ -4,13 +4,16 @@ and the combinations of attention options the model tests walk."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import io
 import logging
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +21,9 @@ import pytest
 import torch
 
 os.environ.update(HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1", WANDB_MODE="offline", WANDB_SILENT="true")
+if "ATTNLAB_CACHE" not in os.environ:  # generated corpora and tokenizers: shared by this session only
+    os.environ["ATTNLAB_CACHE"] = tempfile.mkdtemp(prefix="attnlab-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["ATTNLAB_CACHE"], ignore_errors=True)
 
 # Small enough for a ~20-step CPU run in seconds.
 TINY = [
@@ -29,6 +35,7 @@ TINY = [
     "data.corpus.test_size=40",
     "data.corpus.test_long_size=20",
     "data.batch_size=32",
+    "data.max_tokens=null",  # sentence batches, as the tests were written for
     "data.eval_batch_size=64",
     "trainer.max_steps=20",
     "trainer.log_every_n_steps=5",
@@ -102,6 +109,16 @@ def train_in_process(in_process, tmp_path):
         cli, "attnlab-train", f"hydra.run.dir={tmp_path / 'run'}", *overrides
     )
 
+
+# A one-layer model for the tests that train every combination of options for a few steps.
+SMALL_MODEL = [
+    "model.d_model=16",
+    "model.num_heads=2",
+    "model.ffn_dim=32",
+    "model.encoder_layers=1",
+    "model.decoder_layers=1",
+    "optim.warmup_steps=2",
+]
 
 # The run the read-only tests share: the CLI, a real offline wandb run, head pruning, attention maps.
 TRAINED_OVERRIDES = [*TINY, "seed=3", "logger=wandb", "diagnostics.head_pruning=true"]

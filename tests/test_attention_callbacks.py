@@ -81,13 +81,14 @@ def test_the_map_callback_logs_one_image_per_site_and_layer_with_a_panel_per_hea
 ):
     corpus, tok, data, module = setup
     panels = []
-    real_figure = attention_maps.attention_figure
+    real_image = attention_maps.attention_image
 
-    def counting_figure(p, **kwargs):
-        panels.append(p.shape[0])
-        return real_figure(p, **kwargs)
+    def counting_image(p, **kwargs):
+        drawing = real_image(p, **kwargs)
+        panels.append(len(drawing.panels))
+        return drawing
 
-    monkeypatch.setattr(attention_maps, "attention_figure", counting_figure)
+    monkeypatch.setattr(attention_maps, "attention_image", counting_image)
     logger = StubLogger()
     trainer = trainer_of(data, tmp_path, [logger], global_step=7)
     callback = ready(AttentionMaps(probes=[corpus.splits["valid"][0].src]), trainer, module)
@@ -104,6 +105,21 @@ def test_the_map_callback_logs_one_image_per_site_and_layer_with_a_panel_per_hea
     )
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in paths)
     assert {p.parent for p in paths} == {tmp_path / "attention" / "step000007"}
+
+
+def test_probes_of_different_lengths_reach_the_logger_as_images_of_one_size(setup, tmp_path):
+    corpus, tok, data, module = setup
+    logger = StubLogger()
+    trainer = trainer_of(data, tmp_path, [logger])
+    callback = ready(AttentionMaps(num_probes=2), trainer, module)
+    paths = callback.draw(trainer, module, "test")
+    from PIL import Image
+
+    drawn = {Image.open(p).size for p in paths if p.name.startswith("cross_L0")}
+    assert len(drawn) == 2  # the PNGs keep their own sizes
+    for _, images, _, _ in logger.images:
+        assert len(images) == 2 and len({i.size for i in images}) == 1  # one size per wandb panel
+        assert images[0].size == tuple(max(d) for d in zip(*(i.size for i in images)))
 
 
 def test_without_an_image_logger_the_pngs_are_still_saved_for_the_default_probes(setup, tmp_path):

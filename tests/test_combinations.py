@@ -13,6 +13,7 @@ from attnlab.training.build import build_model
 from attnlab.training.optim import OptimSettings
 from attnlab.training.task import TranslationTask
 
+from conftest import SMALL_MODEL as SMALL
 from conftest import combos_to_test, config_options, pairwise_combos
 
 COMBOS = combos_to_test()
@@ -45,16 +46,6 @@ def train_five_steps(cfg, batches) -> tuple[TranslationTask, list[float]]:
         opt.step()
         losses.append(loss.item())
     return task, losses
-
-
-SMALL = [
-    "model.d_model=16",
-    "model.num_heads=2",
-    "model.ffn_dim=32",
-    "model.encoder_layers=1",
-    "model.decoder_layers=1",
-    "optim.warmup_steps=2",
-]
 
 
 def test_the_combinations_cover_every_pair_of_options_of_two_groups():

@@ -38,6 +38,14 @@ CASES = {
         ["attention.score_sites=[encoder,crosss]"],
         "attention.score_sites has unknown sites ['crosss']",
     ),
+    "unknown lr schedule": (
+        ["optim.schedule=step"],
+        "optim.schedule must be one of inverse_sqrt, linear, cosine",
+    ),
+    "annealed schedule of an unbounded run": (
+        ["trainer.max_steps=-1", "trainer.max_time=00:00:01:00"],
+        "optim.schedule=linear needs the run's length: set trainer.max_steps",
+    ),
     "test_long not longer than train": (
         ["data.corpus.long_min_len=10"],
         "data.corpus.long_min_len (10) must exceed data.corpus.max_len",

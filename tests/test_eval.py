@@ -28,6 +28,17 @@ def test_evaluating_the_best_checkpoint_reproduces_the_runs_test_score(trained_r
     assert "BLEU" in proc.stdout
 
 
+def test_the_runs_validation_metrics_are_those_of_its_best_checkpoint(trained_run, tmp_path, in_process):
+    from attnlab.cli.eval import cli
+
+    out = in_process(cli, "attnlab-eval", checkpoint(trained_run), "split=valid", f"output={tmp_path / 'ev'}")
+    assert out.returncode == 0, out.stderr
+    scores = json.loads((tmp_path / "ev" / "scores.json").read_text())
+    metrics = results_of(trained_run)["metrics"]  # recorded when best.ckpt was saved, not re-validated
+    assert scores["bleu"] == pytest.approx(metrics["val/bleu"], abs=1e-4)
+    assert scores["chrf"] == pytest.approx(metrics["val/chrf"], abs=1e-4)
+
+
 def test_a_source_file_is_translated_and_scored_against_its_references(trained_run, tmp_path, in_process):
     from attnlab.cli.eval import cli
 

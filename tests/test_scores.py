@@ -268,3 +268,106 @@ def test_additive_hidden_size_defaults_to_the_head_size():
 def test_learned_scales_refuse_a_non_positive_start_naming_the_key(cls, key):
     with pytest.raises(ValueError, match=key):
         cls(8, 4, **{key: 0.0})
+
+
+# --------------------------------------------------------------------------------------------------------
+# Additive score: its two loops for the exp identity, the fused CPU float32 kernel
+# (attention/scores/_additive_kernel.py) and the eager chunked loop (every other device and dtype), each
+# against the textbook formula at a realistic length, and the plain tanh fallback beyond the identity.
+# (Imports are local to keep this section self-contained at the end of the file.)
+# --------------------------------------------------------------------------------------------------------
+
+
+def _kernel_built() -> bool:
+    from attnlab.attention.scores import _additive_kernel
+
+    return _additive_kernel.library() is not None
+
+
+@pytest.fixture
+def additive_kernel_calls(monkeypatch):
+    """Counts the kernel's forward and backward calls: {"forward": n, "backward": n}."""
+    from attnlab.attention.scores import _additive_kernel
+
+    calls = {"forward": 0, "backward": 0}
+    for name in calls:
+        original = getattr(_additive_kernel, name)
+
+        def counted(*args, _name=name, _original=original):
+            calls[_name] += 1
+            return _original(*args)
+
+        monkeypatch.setattr(_additive_kernel, name, counted)
+    return calls
+
+
+class RecordedOps(TorchDispatchMode):
+    """Records the name of every ATen op run inside it (backward included)."""
+
+    def __init__(self):
+        super().__init__()
+        self.names = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.names.add(func.__name__)
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("loop", ["kernel", "eager"])
+def test_additive_fast_loops_match_the_naive_formula_to_1e5_at_length_128(loop, additive_kernel_calls):
+    import contextlib
+
+    from attnlab.attention.scores import _additive_kernel
+
+    if loop == "kernel" and not _kernel_built():
+        pytest.skip("no fused kernel here (no C compiler, or ATTNLAB_ADDITIVE_KERNEL=0): the eager loop runs")
+    torch.manual_seed(0)
+    score = perturbed(AdditiveScore(32, 2))
+    q, k = qk(t_q=128, t_k=128, d=32, h=2)
+    g = torch.randn(2, 2, 128, 128)
+    inputs = [q, k, score.w_q, score.w_k, score.v]
+    with _additive_kernel.disabled() if loop == "eager" else contextlib.nullcontext():
+        ours = score(q, k)
+        ours_grads = torch.autograd.grad(ours, inputs, g)
+    assert additive_kernel_calls == (
+        {"forward": 1, "backward": 1} if loop == "kernel" else {"forward": 0, "backward": 0}
+    )
+    naive = naive_additive(score, q, k)
+    assert torch.allclose(ours, naive, rtol=0, atol=1e-5), (ours - naive).abs().max()
+    for name, mine, ref in zip("q k w_q w_k v".split(), ours_grads, torch.autograd.grad(naive, inputs, g)):
+        tolerance = 1e-5 * max(1.0, ref.abs().max().item())  # float32 sums of 2·128·128 terms: relative
+        assert torch.allclose(mine, ref, rtol=0, atol=tolerance), (name, (mine - ref).abs().max())
+
+
+def test_additive_falls_back_to_plain_tanh_once_a_passes_the_identity_limit(additive_kernel_calls):
+    from attnlab.attention.scores.additive import fits_exp_identity
+
+    torch.manual_seed(0)
+    score = AdditiveScore(8, 4, hidden_dim=6)
+    q, k = qk(t_q=9, t_k=7)
+    tanh_ops = {"tanh_.default", "tanh_backward.grad_input"}  # the fallback's, forward and backward
+    for largest_a in [15.0, 25.0]:  # the limit is 20 in float32
+        with torch.no_grad():
+            score.w_q.mul_(largest_a / (q @ score.w_q).abs().max())
+        a, c = q @ score.w_q, k @ score.w_k  # (b, h, t_q, n), (b, h, t_k, n)
+        assert fits_exp_identity(a, c) == (largest_a < 20)
+        with RecordedOps() as ops:
+            ours = score(q, k)
+            ours.backward(torch.ones_like(ours))
+        assert tanh_ops.isdisjoint(ops.names) if largest_a < 20 else tanh_ops <= ops.names, largest_a
+        assert torch.allclose(ours, naive_additive(score, q, k), atol=1e-5)
+    assert additive_kernel_calls["forward"] == (1 if _kernel_built() else 0)  # the run within the limit
+
+
+def test_additive_uses_the_eager_loop_for_other_dtypes_and_under_bfloat16_autocast(additive_kernel_calls):
+    torch.manual_seed(0)
+    score = AdditiveScore(8, 4, hidden_dim=6)
+    q, k = qk(t_q=9, t_k=7)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        ours = score(q, k)
+        ours.float().sum().backward()
+    assert ours.dtype == torch.bfloat16 and torch.isfinite(q.grad).all()
+    assert torch.allclose(ours.float(), naive_additive(score, q, k), atol=0.05)
+    q64, k64 = qk(t_q=9, t_k=7, dtype=torch.float64)
+    score.double()(q64, k64).sum().backward()
+    assert additive_kernel_calls == {"forward": 0, "backward": 0}

@@ -29,7 +29,7 @@ def test_every_alignment_link_points_inside_both_sentences_and_every_target_word
 
 
 def test_alignments_link_translations_including_many_to_one_words():
-    from attnlab.data.synthetic import _Clause, _NounPhrase, render
+    from attnlab.data.synthetic.grammar import _Clause, _NounPhrase, render
 
     dog = _NounPhrase("dog", plural=True, det="the", numeral="two", adjectives=[("big", True)])
     cat = _NounPhrase("cat", plural=False, det="a", numeral=None, adjectives=[])
@@ -57,3 +57,16 @@ def test_evaluation_sentences_never_occur_in_training():
     train = {p.src for p in corpus.splits["train"]}
     for split in ("valid", "test", "test_long"):
         assert not train & {p.src for p in corpus.splits[split]}
+
+
+def test_a_generated_corpus_is_cached_by_its_arguments_and_a_damaged_cache_file_is_made_again(tmp_path):
+    small = dict(train_size=30, valid_size=5, test_size=5, test_long_size=3)
+    fresh = generate(**small)
+    first = generate(**small, cache_dir=tmp_path)
+    [file] = tmp_path.glob("synthetic-*.pkl")
+    assert first.splits == fresh.splits
+    file.write_bytes(b"not a pickle")
+    again = generate(**small, cache_dir=tmp_path)
+    assert again.splits == fresh.splits and file.read_bytes() != b"not a pickle"
+    generate(**{**small, "seed": 1}, cache_dir=tmp_path)
+    assert len(list(tmp_path.glob("synthetic-*.pkl"))) == 2  # other arguments, another file

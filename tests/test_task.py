@@ -1,5 +1,6 @@
 """Training-loop pieces: schedule, decoding, a NaN loss stopping the run with a clear error, decode speed."""
 
+import copy
 import math
 
 import pytest
@@ -9,7 +10,7 @@ from attnlab.data.synthetic import generate
 from attnlab.data.tokenizers import SPECIAL_IDS
 from attnlab.data.tokenizers.word import WordTokenizer
 from attnlab.training.decode import DecodeSettings, greedy_decode
-from attnlab.training.optim import OptimSettings, inverse_sqrt
+from attnlab.training.optim import OptimSettings, inverse_sqrt, optimizer_and_schedule, schedule_factor
 from attnlab.training.task import NonFiniteLossError, TranslationTask, _output_lengths
 
 from conftest import make_transformer
@@ -31,6 +32,69 @@ def test_inverse_sqrt_warms_up_linearly_then_decays_with_the_square_root():
     f = inverse_sqrt(100)
     assert f(0) == pytest.approx(0.01) and f(49) == pytest.approx(0.5) and f(99) == pytest.approx(1.0)
     assert f(399) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("schedule", ["linear", "cosine"])
+def test_annealed_schedules_warm_up_then_reach_the_final_ratio_at_the_last_step(schedule):
+    f = schedule_factor(OptimSettings(warmup_steps=10, schedule=schedule, final_lr_ratio=0.1), 110)
+    assert f(0) == pytest.approx(0.1) and f(9) == pytest.approx(1.0)  # steps counted from 0 by LambdaLR
+    assert f(59) == pytest.approx(0.55)  # halfway through the decay: linear and cosine agree there
+    assert f(109) == pytest.approx(0.1) and f(500) == pytest.approx(0.1)  # the floor, kept after the end
+    quarter = f(34)
+    assert quarter == pytest.approx(
+        0.775 if schedule == "linear" else 0.1 + 0.9 * (1 + math.cos(math.pi / 4)) / 2
+    )
+    factors = [f(s) for s in range(9, 111)]
+    assert all(a >= b for a, b in zip(factors, factors[1:]))  # never rises after the warm-up
+
+
+def test_the_scheduler_follows_the_factor_step_by_step():
+    param = torch.nn.Parameter(torch.zeros(1))
+    opt, sched = optimizer_and_schedule([param], OptimSettings(lr=1.0, warmup_steps=2, schedule="linear"), 4)
+    seen = []
+    for _ in range(5):
+        seen.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    assert seen == pytest.approx([0.5, 1.0, 0.5, 0.0, 0.0])
+
+
+@pytest.mark.parametrize("total", [-1, None])
+def test_an_annealed_schedule_of_an_unbounded_run_says_which_key_to_set(total):
+    with pytest.raises(ValueError, match="needs the run's length: set trainer.max_steps"):
+        schedule_factor(OptimSettings(schedule="linear"), total)
+
+
+def test_a_run_shorter_than_its_warm_up_ends_inside_it_as_under_inverse_sqrt():
+    short = schedule_factor(OptimSettings(warmup_steps=50, schedule="cosine"), 20)
+    assert [short(s) for s in range(20)] == pytest.approx([inverse_sqrt(50)(s) for s in range(20)])
+
+
+def test_the_fused_adamw_step_equals_the_unfused_one():
+    torch.manual_seed(0)
+    model = _model()
+    twin = copy.deepcopy(model)
+    fused, _ = optimizer_and_schedule(model.parameters(), OptimSettings(lr=1e-2, warmup_steps=1))
+    plain = torch.optim.AdamW(twin.parameters(), lr=1e-2, betas=(0.9, 0.98), eps=1e-9, weight_decay=0.0)
+    assert fused.defaults["fused"] and not plain.defaults["fused"]
+    src = torch.tensor([[5, 6, 7, 2], [8, 9, 2, 0]])
+    for _ in range(3):  # the same gradients into both (Adam would amplify rounding in near-zero ones)
+        model(src, src).logsumexp(-1).mean().backward()
+        for a, b in zip(model.parameters(), twin.parameters()):
+            b.grad = None if a.grad is None else a.grad.clone()
+        fused.step()
+        plain.step()
+        fused.zero_grad()
+        plain.zero_grad()
+    for a, b in zip(model.parameters(), twin.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_unknown_schedules_and_ratios_are_refused():
+    with pytest.raises(ValueError, match="optim.schedule must be one of inverse_sqrt, linear, cosine"):
+        OptimSettings(schedule="step")
+    with pytest.raises(ValueError, match="final_lr_ratio must be in"):
+        OptimSettings(final_lr_ratio=1.5)
 
 
 def test_greedy_decoding_stops_at_eos_and_respects_the_length_limit():

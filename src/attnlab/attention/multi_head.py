@@ -6,10 +6,14 @@ Shape letters: b batch, t_q / t_k query / key length, h query heads, h_kv key/va
 head dim (``key_dim``), d_v value head dim (``head_dim``). d_k = d_v unless ``key_dim`` is set: a smaller
 d_k at fixed d_v is Vaswani et al.'s Table 3 row B.
 
-Two paths that agree numerically (tested):
+Three paths that agree numerically (tested):
 - fused: ``torch.nn.functional.scaled_dot_product_attention`` for any score that can say how SDPA
   computes it (``score.fused(q, k) -> (q, k, scale)``, None when it cannot); positional biases join
   the mask as floats;
+- flex: the same fused scores through FlexAttention (``attnlab.attention.flex``): biases as the
+  encoding's ``score_mod``, masks as a ``BlockMask``. ``backend`` chooses: ``sdpa`` never; ``auto`` on
+  CUDA, outside incremental decoding; ``flex`` always (forward only off CUDA: training there is
+  refused). Never with Shaw's query-dependent score terms or attention dropout while training;
 - explicit: ``score(q, k)`` + bias, then ``AttentionProbs`` (masked softmax), then ``@ v``. Taken for
   scores without a ``fused`` form, for encodings that need the probabilities (Shaw's value terms), and
   whenever a hook observes ``self.probs`` (recording attention).
@@ -31,6 +35,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attnlab.attention.flex import flex_attend, score_mod
 from attnlab.attention.probs import AttentionProbs
 from attnlab.attention.scores.base import Score
 from attnlab.posenc.base import PositionalEncoding
@@ -39,6 +44,7 @@ if TYPE_CHECKING:
     from attnlab.model.cache import KVCache
 
 SITES = ("encoder", "decoder", "cross")
+BACKENDS = ("auto", "sdpa", "flex")  # attention.backend
 
 
 def resolve_head_dim(d_model: int, num_heads: int, head_dim: int | None) -> int:
@@ -88,6 +94,8 @@ class MultiHeadAttention(nn.Module):
         dropout: dropout on attention probabilities.
         projections: False = no Q/K/V/output projections (needs num_heads x head_dim = d_model
             and key_dim = head_dim).
+        backend: ``auto``, ``sdpa`` or ``flex``: when fused scores run on FlexAttention (module
+            docstring).
     """
 
     def __init__(
@@ -102,10 +110,13 @@ class MultiHeadAttention(nn.Module):
         dropout: float = 0.0,
         projections: bool = True,
         key_dim: int | None = None,
+        backend: str = "auto",
     ):
         super().__init__()
         if site not in SITES:
             raise ValueError(f"attention site must be one of {SITES}, got '{site}'")
+        if backend not in BACKENDS:
+            raise ValueError(f"attention.backend must be one of {list(BACKENDS)}, got '{backend}'")
         self.head_dim = resolve_head_dim(d_model, num_heads, head_dim)
         self.key_dim = resolve_key_dim(self.head_dim, key_dim)
         self.num_heads = num_heads
@@ -125,7 +136,7 @@ class MultiHeadAttention(nn.Module):
                 f"model.projections=false needs model.key_dim ({self.key_dim}) = model.head_dim "
                 f"({self.head_dim}): queries, keys and values are all the input"
             )
-        self.site, self.score, self.posenc, self.dropout = site, score, posenc, dropout
+        self.site, self.score, self.posenc, self.dropout, self.backend = site, score, posenc, dropout, backend
         linear = nn.Linear if projections else (lambda i, o: nn.Identity())
         self.q_proj = linear(d_model, num_heads * self.key_dim)  # h d_k
         self.k_proj = linear(d_model, self.num_kv_heads * self.key_dim)  # h_kv d_k
@@ -171,24 +182,40 @@ class MultiHeadAttention(nn.Module):
         if h_kv != h:
             k = k.repeat_interleave(h // h_kv, dim=1)  # (b, h, t_k, d_k)
             v = v.repeat_interleave(h // h_kv, dim=1)  # (b, h, t_k, d_v)
-        bias = _add(
-            self.posenc.bias(q_pos, k_pos, self.site),  # (1, h, t_q, t_k) or None
-            self.posenc.score_terms(q, q_pos, k_pos, self.site),  # (b, h, t_q, t_k) or None
-        )
-        if bias is not None:
-            bias = bias.to(q.dtype)  # fused kernels want the mask in the query dtype (bf16 on GPU)
+        terms = self.posenc.score_terms(q, q_pos, k_pos, self.site)  # (b, h, t_q, t_k) or None
         fused = None
         if not self.posenc.needs_probs and not self.probs.observed:
             fused = self.score.fused(q, k)  # (q', k', scale) or None
-        if fused is not None:
-            out = self._fused(*fused, v, mask, bias)
+        if fused is not None and terms is None and self._takes_flex(*fused[:2], v, cache is not None):
+            (q_f, k_f, scale), mod = fused, score_mod(self.posenc, q_pos, k_pos, self.site, q.size(0), h)
+            out = flex_attend(q_f, k_f, v, scale, mask, mod)  # (b, h, t_q, d_v)
         else:
-            out = self._explicit(q, k, v, mask, bias, q_pos, k_pos)
+            bias = _add(self.posenc.bias(q_pos, k_pos, self.site), terms)  # (b|1, h, t_q, t_k) or None
+            if bias is not None:
+                bias = bias.to(q.dtype)  # fused kernels want the mask in the query dtype (bf16 on GPU)
+            if fused is not None:
+                out = self._fused(*fused, v, mask, bias)
+            else:
+                out = self._explicit(q, k, v, mask, bias, q_pos, k_pos)
         if mask is not None:
             out = out.masked_fill(~mask.any(-1, keepdim=True), 0.0)  # empty rows -> 0 on every backend
         out = out * self.head_gate.view(1, -1, 1, 1)  # (b, h, t_q, d_v)
         b, _, t_q, _ = out.shape
         return self.out_proj(out.transpose(1, 2).reshape(b, t_q, -1))  # (b, t_q, h d_v) -> (b, t_q, d_model)
+
+    def _takes_flex(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, decoding: bool) -> bool:
+        """Whether a forward that FlexAttention can express (a fused score's q', k', no probabilities,
+        no query-dependent terms) runs on it, by ``backend``."""
+        if self.backend == "sdpa" or (self.training and self.dropout > 0):
+            return False
+        if self.backend == "auto":
+            return q.is_cuda and not decoding
+        if q.device.type == "cpu" and (q.requires_grad or k.requires_grad or v.requires_grad):
+            raise ValueError(
+                "attention.backend=flex cannot train on CPU (FlexAttention has no backward there): "
+                "use attention.backend=auto or sdpa, or run without gradients (torch.no_grad())"
+            )
+        return True
 
     def _fused(self, q, k, scale, v, mask, bias) -> torch.Tensor:
         """q (b, h, t_q, d_k), k (b, h, t_k, d_k), v (b, h, t_k, d_v) -> (b, h, t_q, d_v)."""

@@ -24,7 +24,6 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from attnlab.analysis.plots import save_figure  # noqa: E402
 from attnlab.compare.stats import corpus_scorer, length_buckets, score_by_bucket, split_of  # noqa: E402
 
 if TYPE_CHECKING:
@@ -34,6 +33,16 @@ if TYPE_CHECKING:
 
 PLOTS = ("metric", "val_curves", "length_buckets", "cost")
 FONT = 8
+DPI = 100
+
+
+def save_figure(fig: Figure, path: Path) -> Path:
+    """Writes ``fig`` as a PNG at ``path`` (creating parent folders), closes it, and returns ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=DPI, format="png")
+    plt.close(fig)
+    return path
 
 
 def colours(comparison: Comparison) -> dict[str, tuple]:

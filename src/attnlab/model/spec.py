@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from attnlab.attention.multi_head import SITES, resolve_head_dim, resolve_key_dim
+from attnlab.attention.multi_head import BACKENDS, SITES, resolve_head_dim, resolve_key_dim
 from attnlab.attention.patterns.base import MaskPattern
 from attnlab.attention.scores.base import Score
 from attnlab.posenc.base import PositionalEncoding
@@ -88,6 +88,11 @@ class AttentionParts:
         score_sites: sites that use ``score``; the others use scaled dot product.
         mask_sites: sites that use ``mask``; the others attend everywhere padding and causality allow.
         padding_mask: False lets attention see padded keys (an ablation).
+        backend: ``auto``: FlexAttention on CUDA at the sites with a mask pattern or a score bias,
+            where it can express the forward (a fused score, no recording, no attention dropout while
+            training, no incremental decoding), SDPA or the explicit path otherwise; ``sdpa``: never
+            FlexAttention; ``flex``: FlexAttention wherever it can express the forward (off CUDA
+            forward only: training there is refused). See ``attnlab.attention.flex``.
     """
 
     score: Callable[..., Score]
@@ -96,8 +101,11 @@ class AttentionParts:
     score_sites: tuple[str, ...] = SITES
     mask_sites: tuple[str, ...] = ("encoder", "decoder")
     padding_mask: bool = True
+    backend: str = "auto"
 
     def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ValueError(f"attention.backend must be one of {list(BACKENDS)}, got '{self.backend}'")
         for key in ("score_sites", "mask_sites"):
             sites = tuple(getattr(self, key))
             object.__setattr__(self, key, sites)

@@ -4,7 +4,9 @@ Shape letters: b batch, s source length, t target length, m d_model, V vocabular
 ``build_transformer`` wires the parts (``attnlab.model.spec``): each attention site gets the configured
 score (or scaled dot where the score is restricted to other sites) and structural mask pattern (or
 none); each stack gets its own positional encoding instance, and cross-attention gets the decoder's only
-when the encoding acts there (``PositionalEncoding.acts_in_cross_attention``). ``pad_id=None`` in
+when the encoding acts there (``PositionalEncoding.acts_in_cross_attention``). ``attention.backend=auto``
+reaches only the sites where FlexAttention can gain, those with a mask pattern or a score bias; the
+others get ``sdpa``. ``pad_id=None`` in
 ``Encoder``/``Decoder`` means padded keys are not masked. ``Decoder`` also runs one step at a time
 with a ``DecoderCache`` (incremental decoding, see attnlab.model.cache).
 """
@@ -146,6 +148,13 @@ def build_transformer(spec: TransformerSpec, parts: AttentionParts, vocab_size: 
     )
     cross_pe = dec_pe if dec_pe.acts_in_cross_attention else PositionalEncoding(d_model, num_heads, d_v)
 
+    def pattern(site: str) -> MaskPattern:
+        return parts.mask if site in parts.mask_sites else FullPattern()
+
+    def backend(site: str, pe: PositionalEncoding) -> str:
+        gains = not isinstance(pattern(site), FullPattern) or pe.adds_score_bias  # skipped blocks, no bias
+        return "sdpa" if parts.backend == "auto" and not gains else parts.backend
+
     def attention(site: str, pe: PositionalEncoding) -> MultiHeadAttention:
         score = parts.score if site in parts.score_sites else ScaledDotScore
         return MultiHeadAttention(
@@ -159,10 +168,8 @@ def build_transformer(spec: TransformerSpec, parts: AttentionParts, vocab_size: 
             num_kv_heads=spec.num_kv_heads,
             dropout=spec.attention_dropout,
             projections=spec.projections,
+            backend=backend(site, pe),
         )
-
-    def pattern(site: str) -> MaskPattern:
-        return parts.mask if site in parts.mask_sites else FullPattern()
 
     def ffn() -> FeedForward:
         return FeedForward(d_model, spec.ffn_dim, dropout)

@@ -10,6 +10,9 @@ which is what lets a model trained on short inputs read longer ones. Sites:
 - cross: no bias (``acts_in_cross_attention`` is False: see ``attnlab.posenc.base``; ALiBi was defined
   for decoder-only language models).
 
+On FlexAttention (``score_mod``) the same penalty is computed per score from the two positions and
+the head's slope: no (h, t_q, t_k) bias exists.
+
 Shape letters: h heads, t_q / t_k query / key length.
 """
 
@@ -19,7 +22,7 @@ import math
 
 import torch
 
-from attnlab.posenc.base import PositionalEncoding
+from attnlab.posenc.base import PositionalEncoding, ScoreMod
 
 
 def alibi_slopes(num_heads: int) -> list[float]:
@@ -55,3 +58,13 @@ class AlibiPositions(PositionalEncoding):
         rel = (q_pos[:, None] - k_pos[None, :]).to(self.slopes.dtype)  # (t_q, t_k), i − j
         dist = rel.abs() if site == "encoder" else rel.clamp(min=0)  # (t_q, t_k)
         return (-self.slopes[:, None, None] * dist)[None]  # (1, h, t_q, t_k)
+
+    def score_mod(self, q_pos: torch.Tensor, k_pos: torch.Tensor, site: str) -> ScoreMod:
+        slopes, symmetric = self.slopes, site == "encoder"  # (h,)
+
+        def alibi(score, b, h, q_idx, kv_idx):
+            rel = q_pos[q_idx] - k_pos[kv_idx]  # i − j
+            dist = rel.abs() if symmetric else rel.clamp(min=0)
+            return score - (slopes[h] * dist).to(score.dtype)
+
+        return alibi

@@ -2,7 +2,10 @@
 
 - ``embed``: add to token embeddings (sinusoidal, learned);
 - ``rotate``: transform queries and keys per head (RoPE);
-- ``bias``: add a content-free term to attention scores (ALiBi, T5);
+- ``bias``: add a content-free term to attention scores (ALiBi, T5), as a (1, h, t_q, t_k) tensor;
+- ``score_mod``: the same term as a FlexAttention ``score_mod``, computed per score inside the kernel
+  from the query and key indices, so it is never materialised (``attnlab.attention.flex``); optional:
+  an encoding with a ``bias`` but no ``score_mod`` runs on FlexAttention by indexing its bias tensor;
 - ``score_terms`` and ``value_terms``: content-dependent relative terms, q_i·a^K_ij added to the scores
   and Σ_j p_ij a^V_ij added to the output (Shaw et al., 2018). An encoding with value terms sets
   ``needs_probs = True``, which sends attention through the explicit path (the probabilities must exist).
@@ -33,10 +36,14 @@ YAML, ``conf/posenc/<name>.yaml``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 import torch
 from torch import nn
+
+# FlexAttention's score_mod: (score, b, h, q_idx, kv_idx) -> score, on 0-d tensors (scalars in the kernel)
+ScoreMod = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
 
 class PositionalEncoding(nn.Module):
@@ -61,6 +68,17 @@ class PositionalEncoding(nn.Module):
     def bias(self, q_pos: torch.Tensor, k_pos: torch.Tensor, site: str) -> torch.Tensor | None:
         """Additive score bias (1, h, t_q, t_k), or None."""
         return None
+
+    def score_mod(self, q_pos: torch.Tensor, k_pos: torch.Tensor, site: str) -> ScoreMod | None:
+        """``bias`` as a FlexAttention score_mod: ``mod(score, b, h, i, j) = score + bias[0, h, i, j]``,
+        i and j indices into q_pos (t_q,) and k_pos (t_k,); None = none (or: index ``bias``)."""
+        return None
+
+    @property
+    def adds_score_bias(self) -> bool:
+        """True when the encoding overrides ``bias`` or ``score_mod``: it adds a content-free score term."""
+        cls = type(self)
+        return cls.bias is not PositionalEncoding.bias or cls.score_mod is not PositionalEncoding.score_mod
 
     def score_terms(
         self, q: torch.Tensor, q_pos: torch.Tensor, k_pos: torch.Tensor, site: str

@@ -6,6 +6,11 @@ Bidirectional (encoder) buckets split the range in two, keys after the query in 
 unidirectional (decoder) buckets only see past distances (future keys are masked anyway).
 One table per stack, shared by its layers, as in T5.
 
+On FlexAttention (``score_mod``) each score looks its bias up in the table: the buckets of the
+relative positions −max_distance … max_distance are computed once per call (every farther distance
+shares the last bucket of its direction, so clamping j − i to that range changes no bucket), and the
+kernel indexes the table with them, so gradients reach the table without a (h, t_q, t_k) bias.
+
 Cross-attention gets no bias, as in T5 (``acts_in_cross_attention`` is False: see
 ``attnlab.posenc.base``).
 Shape letters: h heads, t_q / t_k query / key length, B num_buckets.
@@ -18,7 +23,7 @@ import math
 import torch
 from torch import nn
 
-from attnlab.posenc.base import PositionalEncoding
+from attnlab.posenc.base import PositionalEncoding, ScoreMod
 
 
 def relative_position_bucket(
@@ -85,3 +90,15 @@ class T5BiasPositions(PositionalEncoding):
         rel = k_pos[None, :] - q_pos[:, None]  # (t_q, t_k), j − i
         buckets = relative_position_bucket(rel, site == "encoder", self.num_buckets, self.max_distance)
         return self.table(buckets).permute(2, 0, 1)[None]  # (t_q, t_k, h) -> (1, h, t_q, t_k)
+
+    def score_mod(self, q_pos: torch.Tensor, k_pos: torch.Tensor, site: str) -> ScoreMod:
+        far = self.max_distance
+        rel = torch.arange(-far, far + 1, device=q_pos.device)  # (2 far + 1,), j − i
+        buckets = relative_position_bucket(rel, site == "encoder", self.num_buckets, far)  # (2 far + 1,)
+        table = self.table.weight  # (B, h)
+
+        def t5_bias(score, b, h, q_idx, kv_idx):
+            rel = (k_pos[kv_idx] - q_pos[q_idx]).clamp(-far, far) + far  # index into buckets
+            return score + table[buckets[rel], h].to(score.dtype)
+
+        return t5_bias

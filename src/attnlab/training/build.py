@@ -17,12 +17,13 @@ from attnlab.data.tokenizers.base import Tokenizer
 from attnlab.model.spec import AttentionParts
 from attnlab.model.transformer import Seq2Seq, build_transformer
 from attnlab.training.decode import DecodeSettings
-from attnlab.training.optim import OptimSettings
+from attnlab.training.optim import OptimSettings, schedule_factor
 from attnlab.training.task import TranslationTask
 
 
 def attention_parts(cfg: DictConfig) -> AttentionParts:
-    """The model's attention choices: ``attention/score``, ``attention/mask``, ``posenc`` and the sites."""
+    """The model's attention choices: ``attention/score``, ``attention/mask``, ``posenc``, the sites and
+    the kernel (``attention.backend``)."""
     return AttentionParts(
         score=instantiate(cfg.attention.score),
         mask=instantiate(cfg.attention.mask),
@@ -30,6 +31,7 @@ def attention_parts(cfg: DictConfig) -> AttentionParts:
         score_sites=tuple(cfg.attention.score_sites),
         mask_sites=tuple(cfg.attention.mask_sites),
         padding_mask=cfg.attention.padding_mask,
+        backend=cfg.attention.get("backend", "auto"),  # runs saved before the key existed: auto
     )
 
 
@@ -69,4 +71,5 @@ def decode_settings(node: DictConfig | dict) -> DecodeSettings:
 
 def build_task(cfg: DictConfig, model: Seq2Seq, tokenizer: Tokenizer, corpus: Corpus) -> TranslationTask:
     optim = OptimSettings(**OmegaConf.to_container(cfg.optim, resolve=True))
+    schedule_factor(optim, cfg.trainer.get("max_steps"))  # a schedule that cannot run fails before training
     return TranslationTask(model, tokenizer, corpus.eval_splits, optim, decode_settings(cfg.decode))

@@ -1,5 +1,6 @@
-"""One run end to end: build everything from the config, fit, validate and test the best checkpoint,
-and leave the tokenizer, hypotheses and callback files in the run directory.
+"""One run end to end: build everything from the config, fit, test the best checkpoint (its validation
+metrics are those recorded when it was saved), and leave the tokenizer, hypotheses and callback files
+in the run directory.
 
 ``attnlab-train`` calls ``train`` once per Hydra job and writes ``results.json`` itself (it records
 failures too); tests call it with a ``Job`` made by hand.
@@ -108,7 +109,9 @@ def train(cfg: DictConfig, job: Job) -> tuple[dict[str, float], str | None]:
         wall = time.perf_counter() - start
         checkpoint = trainer.checkpoint_callback
         ckpt = "best" if checkpoint is not None and checkpoint.best_model_path else None
-        metrics = dict(trainer.validate(task, datamodule=data, ckpt_path=ckpt, verbose=False)[0])
+        metrics = dict(getattr(checkpoint, "best_val_metrics", None) or {})  # kept when it was saved
+        if not metrics:  # no best checkpoint, or a checkpoint callback that does not keep them
+            metrics = dict(trainer.validate(task, datamodule=data, ckpt_path=ckpt, verbose=False)[0])
         for split_metrics in trainer.test(task, datamodule=data, ckpt_path=ckpt, verbose=False):
             metrics.update(split_metrics)
     if not trainer.is_global_zero:

@@ -193,5 +193,9 @@ class TranslationTask(L.LightningModule):
                 self.log_dict(self._score(split, split, speed=True))
 
     def configure_optimizers(self):
-        opt, sched = optimizer_and_schedule(self.model.parameters(), self.optim_settings)
+        trainer = self._trainer
+        total = trainer.max_steps if trainer is not None else None  # -1 when unbounded
+        # Lightning's AMP plugin refuses gradient clipping with a fused optimizer, bf16-mixed included
+        amp = trainer is not None and ("mixed" in str(trainer.precision) or str(trainer.precision) == "16")
+        opt, sched = optimizer_and_schedule(self.model.parameters(), self.optim_settings, total, fuse=not amp)
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}

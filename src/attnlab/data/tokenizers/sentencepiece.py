@@ -11,13 +11,11 @@ Saved as ``spm.model`` (the model's bytes); the interface is ``attnlab.data.toke
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from attnlab.data.cache import digest, write_atomically
 from attnlab.data.tokenizers.base import SPECIAL_IDS, SPECIAL_TOKENS, Tokenizer
 
 MODEL_TYPES = ("bpe", "unigram")
@@ -80,13 +78,13 @@ class SentencePieceTokenizer(Tokenizer):
         if cache_dir is not None:
             path = (
                 Path(cache_dir).expanduser()
-                / f"{model_type}-{vocab_size}-{_digest(sentences, settings)}.model"
+                / f"{model_type}-{vocab_size}-{digest({**settings, 'spm': _spm_version()}, sentences)}.model"
             )
             if path.is_file():
                 return cls(path.read_bytes(), model_path=path, from_cache=True)
         proto = _train_proto(sentences, **settings)
         if path is not None:
-            _write_atomically(path, proto)
+            write_atomically(path, proto)
         return cls(proto, model_path=path, from_cache=False)
 
     @property
@@ -119,14 +117,10 @@ def _check_joint(joint: bool) -> None:
         )
 
 
-def _digest(sentences: list[str], settings: dict) -> str:
+def _spm_version() -> str:
     import sentencepiece as spm
 
-    h = hashlib.sha256(json.dumps({**settings, "spm": spm.__version__}, sort_keys=True).encode())
-    for s in sentences:
-        h.update(s.encode())
-        h.update(b"\n")
-    return h.hexdigest()[:20]
+    return spm.__version__
 
 
 def _train_proto(sentences: list[str], vocab_size: int, model_type: str, character_coverage: float) -> bytes:
@@ -161,16 +155,3 @@ def _train_proto(sentences: list[str], vocab_size: int, model_type: str, charact
             f"sentencepiece training failed (data.tokenizer.vocab_size={vocab_size}?): {first}"
         ) from err
     return buffer.getvalue()
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    """Writes via a temporary file and a rename, so parallel runs never read a half-written model."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

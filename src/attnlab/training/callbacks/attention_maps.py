@@ -18,7 +18,7 @@ from pathlib import Path
 import lightning as L
 import torch
 
-from attnlab.analysis.plots import attention_figure, save_figure
+from attnlab.analysis.images import Drawing, attention_image, same_size
 from attnlab.attention.recording import record_attention
 from attnlab.data.corpus import Pair
 from attnlab.rundir import RunDir
@@ -82,7 +82,7 @@ class AttentionMaps(L.Callback):
     def draw(self, trainer: L.Trainer, pl_module: L.LightningModule, tag: str) -> list[Path]:
         """Draws every probe at every (site, layer); returns the PNG paths."""
         model, tok = pl_module.model, self.tokenizer
-        by_key: dict[tuple[str, int], list[tuple[Path, str]]] = {}
+        by_key: dict[tuple[str, int], list[tuple[Path, Drawing, str]]] = {}
         for i, sentence in enumerate(self.probes):
             src = torch.tensor([tok.encode(sentence) + [tok.eos_id]], device=pl_module.device)  # (1, s)
             hyp = greedy_decode(model, src, tok.special_ids, pl_module.decode_settings)[0].tolist()
@@ -96,17 +96,17 @@ class AttentionMaps(L.Callback):
                 x = src_tokens if site != "decoder" else tgt_tokens
                 y = src_tokens if site == "encoder" else tgt_tokens
                 title = f"{SITE_TITLES[site]}, layer {layer} — {tag}, probe {i}"
-                fig = attention_figure(p[0].float().cpu(), x_tokens=x, y_tokens=y, title=title)
-                path = save_figure(fig, self.run_dir.attention(tag) / f"{site}_L{layer}_probe{i}.png")
-                by_key.setdefault((site, layer), []).append((path, caption))
+                drawing = attention_image(p[0].float().cpu(), x_tokens=x, y_tokens=y, title=title)
+                path = drawing.save(self.run_dir.attention(tag) / f"{site}_L{layer}_probe{i}.png")
+                by_key.setdefault((site, layer), []).append((path, drawing, caption))
         for logger in image_loggers(trainer):
             for (site, layer), items in by_key.items():
-                logger.log_image(
+                logger.log_image(  # the probes differ in length: one size, or wandb warns and misdraws
                     key=f"attention/{site}/L{layer}",
-                    images=[str(p) for p, _ in items],
-                    caption=[c for _, c in items],
+                    images=same_size([d.image for _, d, _ in items]),
+                    caption=[c for _, _, c in items],
                     step=trainer.global_step,
                 )
-        paths = [p for items in by_key.values() for p, _ in items]
+        paths = [p for items in by_key.values() for p, _, _ in items]
         self.saved += paths
         return paths

@@ -25,7 +25,7 @@ import lightning as L
 import torch
 
 from attnlab.analysis.diagnostics import attention_entropy, cross_attention_aer, max_weight
-from attnlab.analysis.plots import heatmap_figure, save_figure
+from attnlab.analysis.images import table_image
 from attnlab.attention.recording import record_attention
 from attnlab.rundir import RunDir
 from attnlab.training.callbacks.attention_maps import image_loggers
@@ -102,7 +102,7 @@ class AttentionStats(L.Callback):
     def _draw(self, site: str, table: torch.Tensor, trainer: L.Trainer) -> None:
         title = f"{self.split}: mean attention entropy (nats), {site}"
         folder = RunDir(trainer.default_root_dir).attention(self.split)
-        path = save_figure(heatmap_figure(table, title), folder / f"entropy_{site}.png")
+        path = table_image(table, title).save(folder / f"entropy_{site}.png")
         for logger in image_loggers(trainer):
             logger.log_image(
                 key=f"attention/entropy/{site}", images=[str(path)], caption=[title], step=trainer.global_step
