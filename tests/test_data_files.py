@@ -11,7 +11,7 @@ from attnlab.data.files import load_files
 from attnlab.data.hub import load_hub
 from attnlab.data.tokenizers import load_tokenizer
 
-from conftest import results_of, run_cli
+from conftest import results_of
 
 MULTI30K = Path(__file__).parents[2] / "shared" / "data" / "multi30k"
 LINES = {"train": 300, "val": 30, "test": 30}
@@ -70,9 +70,9 @@ def assert_one_line_error(proc, expected: str) -> None:
     assert "Traceback" not in proc.stdout + proc.stderr
 
 
-def test_local_files_train_and_evaluate_through_the_cli(tmp_path, slice_dir, hf_cache):
+def test_local_files_train_and_evaluate_through_the_cli(train_in_process, tmp_path, slice_dir, hf_cache):
     cache = tmp_path / "spm"
-    proc = run_cli(tmp_path, *file_keys(slice_dir), *SMALL_RUN, f"data.tokenizer.cache_dir={cache}")
+    proc = train_in_process(*file_keys(slice_dir), *SMALL_RUN, f"data.tokenizer.cache_dir={cache}")
     assert proc.returncode == 0, proc.stderr
     res = results_of(tmp_path)
     assert res["status"] == "completed" and res["choices"]["data"] == "files"

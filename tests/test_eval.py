@@ -6,19 +6,17 @@ import pytest
 
 from attnlab.rundir import RunDir
 
-from conftest import results_of, run_module
-
-
-def run_eval(cwd, *overrides):
-    return run_module("attnlab.cli.eval", cwd, *overrides)
+from conftest import results_of
 
 
 def checkpoint(trained_run) -> str:
     return f"ckpt={RunDir(trained_run / 'run').checkpoints / 'best.ckpt'}"
 
 
-def test_evaluating_the_best_checkpoint_reproduces_the_runs_test_score(trained_run, tmp_path):
-    proc = run_eval(tmp_path, checkpoint(trained_run), "split=test", f"output={tmp_path / 'ev'}")
+def test_evaluating_the_best_checkpoint_reproduces_the_runs_test_score(trained_run, tmp_path, in_process):
+    from attnlab.cli.eval import cli
+
+    proc = in_process(cli, "attnlab-eval", checkpoint(trained_run), "split=test", f"output={tmp_path / 'ev'}")
     assert proc.returncode == 0, proc.stderr
     scores = json.loads((tmp_path / "ev" / "scores.json").read_text())
     assert scores["bleu"] == pytest.approx(results_of(trained_run)["metrics"]["test/bleu"], abs=1e-4)

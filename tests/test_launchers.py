@@ -60,6 +60,7 @@ def test_three_jobs_on_two_joblib_workers_leave_three_complete_run_dirs_each_wit
     assert (summary["completed"], summary["failed"], summary["missing"]) == (3, 0, 0)
 
 
+@pytest.mark.slow  # submitit's own processes (9 s); joblib covers launching jobs in other processes
 def test_submitit_local_runs_one_job(tmp_path):
     sweep = tmp_path / "sweep"
     proc = run_module(
