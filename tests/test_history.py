@@ -79,3 +79,30 @@ def test_the_last_step_is_validated_once_whatever_the_cadence(
     assert {k: metrics[k] for k in ("val/bleu", "val/loss")} == pytest.approx(
         {k: best[k] for k in ("val/bleu", "val/loss")}
     )
+
+
+def test_the_validation_hypotheses_are_those_of_the_best_checkpoint_not_the_last_validation(
+    train_in_process, tiny, tmp_path, monkeypatch
+):
+    from attnlab.training.task import TranslationTask
+
+    real_scores, real_decode = TranslationTask.corpus_scores, TranslationTask._decode_into
+
+    def falling_bleu(task, hyps, refs):  # a BLEU that makes the first validation the best
+        return {**real_scores(task, hyps, refs), "bleu": 100.0 - task.global_step}
+
+    def stamped(task, acc, batch):  # every hypothesis says at which step it was decoded
+        first = len(acc["hyp"])
+        real_decode(task, acc, batch)
+        acc["hyp"][first:] = [f"{hyp} @{task.global_step}" for hyp in acc["hyp"][first:]]
+
+    monkeypatch.setattr(TranslationTask, "corpus_scores", falling_bleu)
+    monkeypatch.setattr(TranslationTask, "_decode_into", stamped)
+    quiet = ["logger=none", "diagnostics.attention_maps=false", "diagnostics.attention_stats=false"]
+    out = train_in_process(*tiny, *quiet, "trainer.max_steps=12", "trainer.val_check_interval=5")
+    assert out.returncode == 0, out.stderr
+    run = RunDir(tmp_path / "run")
+    assert [row["step"] for row in run.read_history()] == [5, 10, 12]
+    assert json.loads((tmp_path / "run" / "results.json").read_text())["metrics"]["val/bleu"] == 95.0
+    hyps = run.read_hypotheses("valid").hyps
+    assert hyps and all(hyp.endswith(" @5") for hyp in hyps)  # the best validation's, not step 12's

@@ -110,7 +110,10 @@ def train(cfg: DictConfig, job: Job) -> tuple[dict[str, float], str | None]:
         checkpoint = trainer.checkpoint_callback
         ckpt = "best" if checkpoint is not None and checkpoint.best_model_path else None
         metrics = dict(getattr(checkpoint, "best_val_metrics", None) or {})  # kept when it was saved
-        if not metrics:  # no best checkpoint, or a checkpoint callback that does not keep them
+        kept = getattr(checkpoint, "best_val_hypotheses", None)
+        if metrics and kept is not None:
+            task.hypotheses["valid"] = kept  # hyp/valid.txt of the best checkpoint, not the last validation
+        else:  # no best checkpoint, or a checkpoint callback that does not keep them
             metrics = dict(trainer.validate(task, datamodule=data, ckpt_path=ckpt, verbose=False)[0])
         for split_metrics in trainer.test(task, datamodule=data, ckpt_path=ckpt, verbose=False):
             metrics.update(split_metrics)

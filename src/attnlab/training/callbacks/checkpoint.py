@@ -4,14 +4,14 @@ Lightning's ``ModelCheckpoint`` puts checkpoints under the first logger's folder
 ``dirpath``; this one puts them in the run directory whatever the logger, where ``attnlab-eval`` and
 later tools look for them (``attnlab.rundir.RunDir.checkpoints``).
 
-It also keeps the ``val/*`` metrics of the validation that made the best checkpoint
-(``best_val_metrics``): evaluation is deterministic, so these are what validating ``best.ckpt`` again
-would give, and the run reports them instead of decoding the validation set a second time.
+It also keeps what the validation that made the best checkpoint gave: its ``val/*`` metrics
+(``best_val_metrics``) and the task's validation hypotheses (``best_val_hypotheses``). Evaluation is
+deterministic, so these are what validating ``best.ckpt`` again would give, and the run reports them
+instead of decoding the validation set a second time. They live in memory only: a fit restored from a
+checkpoint starts without them, and the run then validates ``best.ckpt`` as before.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 import lightning as L
 from lightning.pytorch.callbacks import ModelCheckpoint
@@ -25,6 +25,7 @@ class RunCheckpoint(ModelCheckpoint):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.best_val_metrics: dict[str, float] = {}
+        self.best_val_hypotheses: list[str] | None = None
 
     def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
         if self.dirpath is None:
@@ -37,10 +38,4 @@ class RunCheckpoint(ModelCheckpoint):
         if self.best_model_score is not before and not trainer.sanity_checking:  # a new best was saved
             metrics = trainer.callback_metrics
             self.best_val_metrics = {k: float(v) for k, v in metrics.items() if k.startswith("val/")}
-
-    def state_dict(self) -> dict[str, Any]:
-        return {**super().state_dict(), "best_val_metrics": dict(self.best_val_metrics)}
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        super().load_state_dict(state_dict)
-        self.best_val_metrics = dict(state_dict.get("best_val_metrics", {}))
+            self.best_val_hypotheses = list(getattr(pl_module, "hypotheses", {}).get("valid") or []) or None

@@ -7,7 +7,7 @@
 validations included (what the user waited). wandb and csv keep the metrics too, but ``attnlab-compare``
 reads run directories only, whatever the logger (``logger=none`` included). Written by global rank 0
 into the trainer's ``default_root_dir``; the sanity check and the final re-validation of the best
-checkpoint are not part of the curve.
+checkpoint (when the run needs one) are not part of the curve.
 """
 
 from __future__ import annotations
