@@ -1,9 +1,10 @@
 """The FlexAttention path (``attention.backend``): on CPU, without gradients (eager FlexAttention has no
 backward there), it gives the explicit path's and SDPA's outputs for ALiBi and T5 biases at encoder and
 decoder sites, under padding, causal, local and dilated masks, with an empty query row, grouped-query
-heads and every score that has a fused form; the encodings' ``score_mod`` hooks equal their ``bias``;
-``auto`` keeps today's path on CPU; ``flex`` refuses to train on CPU; a bad value names the key. One
-slow test compiles the score and mask functions with Inductor (CPU) and checks the fused kernel."""
+heads and every score that has a fused form; the encodings' bias (their ``score_mod`` on the whole
+grid) is the papers' formula; ``auto`` keeps today's path on CPU; ``flex`` refuses to train on CPU; a
+bad value names the key. One slow test compiles the score and mask functions with Inductor (CPU) and
+checks the fused kernel."""
 
 import pytest
 import torch
@@ -12,7 +13,7 @@ from hydra.utils import instantiate
 from torch.nn.attention.flex_attention import flex_attention
 
 import attnlab.attention.multi_head as multi_head
-from attnlab.attention.flex import block_mask, flex_attend, score_mod
+from attnlab.attention.flex import block_mask, flex_attend
 from attnlab.attention.masks import causal_mask, combine, padding_mask
 from attnlab.attention.multi_head import MultiHeadAttention
 from attnlab.attention.patterns.dilated import DilatedPattern
@@ -23,7 +24,7 @@ from attnlab.attention.scores.scaled_dot import ScaledDotScore
 from attnlab.model.spec import AttentionParts
 from attnlab.posenc.alibi import AlibiPositions
 from attnlab.posenc.base import PositionalEncoding
-from attnlab.posenc.t5_bias import T5BiasPositions
+from attnlab.posenc.t5_bias import T5BiasPositions, relative_position_bucket
 from attnlab.training.build import build_model
 
 from conftest import compose_fast, config_options
@@ -158,33 +159,38 @@ def test_flex_cross_attention_with_a_padding_mask_and_no_bias_equals_the_other_p
     assert_three_agree(*three_paths(attn, y, memory, mask, torch.arange(T), torch.arange(9)))
 
 
-class FixedBias(PositionalEncoding):
-    """An encoding with a ``bias`` and no ``score_mod``: flex indexes its bias tensor."""
+class TableBias(PositionalEncoding):
+    """A new encoding that defines only its ``score_mod``: a random table per head, query and key."""
 
     def __init__(self, d_model, num_heads, head_dim, key_dim=None):
         super().__init__(d_model, num_heads, head_dim, key_dim)
         self.register_buffer("table", torch.randn(num_heads, 16, 16))  # (h, t_q max, t_k max)
 
-    def bias(self, q_pos, k_pos, site):
-        return self.table[:, q_pos][:, :, k_pos][None]  # (1, h, t_q, t_k)
+    def score_mod(self, q_pos, k_pos, site):
+        return lambda score, b, h, i, j: score + self.table[h, q_pos[i], k_pos[j]]
 
 
-def test_an_encoding_with_only_a_bias_runs_on_flex_by_indexing_it(flex_calls, one_thread):
+def test_an_encoding_with_only_a_score_mod_gets_its_bias_and_runs_on_every_path(flex_calls, one_thread):
     torch.manual_seed(2)
-    attn = attention(ScaledDotScore, FixedBias(D_MODEL, HEADS, 8), "encoder")
+    pe = TableBias(D_MODEL, HEADS, 8)
+    q_pos, k_pos = torch.tensor([3, 1, 4, 1]), torch.tensor([5, 9, 2])
+    assert torch.equal(pe.bias(q_pos, k_pos, "encoder"), pe.table[:, q_pos][:, :, k_pos][None])
+    attn = attention(ScaledDotScore, pe, "encoder")
     x, pos, mask = torch.randn(B, T, D_MODEL), torch.arange(T), site_mask("encoder", "dilated")
     assert_three_agree(*three_paths(attn, x, x, mask, pos, pos))
     assert flex_calls == [1]
 
 
 @pytest.mark.parametrize("site", ["encoder", "decoder"])
-@pytest.mark.parametrize("posenc", list(ENCODINGS))
-def test_score_mod_adds_exactly_the_bias_also_far_beyond_the_bucket_range(posenc, site):
-    pe = encoding(posenc)
+def test_the_bias_is_the_papers_formula_also_far_beyond_the_bucket_range(site):
     q_pos, k_pos = torch.arange(150, 160), torch.arange(0, 300, 3)  # distances up to ~300 (T5: 128 max)
-    h, i, j = torch.arange(HEADS)[:, None, None], torch.arange(10)[:, None], torch.arange(100)[None, :]
-    mod = pe.score_mod(q_pos, k_pos, site)
-    torch.testing.assert_close(mod(torch.zeros(()), 0, h, i, j), pe.bias(q_pos, k_pos, site)[0])
+    rel = q_pos[:, None] - k_pos[None, :]  # (t_q, t_k), i − j
+    alibi = encoding("alibi")
+    dist = rel.abs() if site == "encoder" else rel.clamp(min=0)
+    torch.testing.assert_close(alibi.bias(q_pos, k_pos, site)[0], -alibi.slopes[:, None, None] * dist)
+    t5 = encoding("t5_bias")
+    buckets = relative_position_bucket(-rel, site == "encoder", t5.num_buckets, t5.max_distance)  # j − i
+    torch.testing.assert_close(t5.bias(q_pos, k_pos, site)[0], t5.table.weight[buckets].permute(2, 0, 1))
 
 
 def test_the_t5_score_mod_passes_gradients_to_the_table():
@@ -303,7 +309,7 @@ def test_the_score_and_mask_functions_compile_to_a_fused_kernel_that_agrees(
     compiled = torch.compile(flex_attention, dynamic=False)
     pe, pos, mask = encoding(posenc), torch.arange(T), site_mask(site, pattern)
     q, k, v = (torch.randn(B, HEADS, T, 8) for _ in range(3))
-    mod = score_mod(pe, pos, pos, site, B, HEADS)
+    mod = pe.score_mod(pos, pos, site)
     with torch.inference_mode():
         fused = compiled(q, k, v, score_mod=mod, block_mask=block_mask(mask, (B, HEADS, T, T)), scale=0.3)
         eager = flex_attend(q, k, v, 0.3, mask, mod)

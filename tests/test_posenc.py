@@ -95,10 +95,10 @@ def test_every_encoding_gives_the_same_attention_on_the_fused_and_explicit_paths
 
 @pytest.mark.parametrize("site", ["encoder", "decoder"])
 @pytest.mark.parametrize("name", NAMES)
-def test_an_encoding_that_defines_a_bias_gives_one_per_head_query_and_key_and_the_others_none(name, site):
+def test_an_encoding_with_a_score_mod_gives_a_bias_per_head_query_and_key_and_the_others_none(name, site):
     pe = make_posenc(name)
     bias = pe.bias(torch.arange(2, 5), torch.arange(7), site)
-    if type(pe).bias is PositionalEncoding.bias:
+    if type(pe).score_mod is PositionalEncoding.score_mod:
         assert bias is None
     else:
         assert bias.shape == (1, 4, 3, 7) and torch.isfinite(bias).all() and bias.abs().sum() > 0

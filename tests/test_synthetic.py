@@ -59,12 +59,23 @@ def test_evaluation_sentences_never_occur_in_training():
         assert not train & {p.src for p in corpus.splits[split]}
 
 
-def test_a_generated_corpus_is_cached_by_its_arguments_and_a_damaged_cache_file_is_made_again(tmp_path):
+def test_a_generated_corpus_is_cached_by_its_arguments_and_a_damaged_cache_file_is_made_again(
+    tmp_path, monkeypatch
+):
+    import attnlab.data.synthetic as synthetic
+
     small = dict(train_size=30, valid_size=5, test_size=5, test_long_size=3)
     fresh = generate(**small)
     first = generate(**small, cache_dir=tmp_path)
     [file] = tmp_path.glob("synthetic-*.pkl")
     assert first.splits == fresh.splits
+    with monkeypatch.context() as patch:  # the second call must read the file, not sample again
+
+        def no_sampling(*args, **kwargs):
+            raise AssertionError("sampled although the corpus is cached")
+
+        patch.setattr(synthetic, "_sample_split", no_sampling)
+        assert generate(**small, cache_dir=tmp_path).splits == fresh.splits
     file.write_bytes(b"not a pickle")
     again = generate(**small, cache_dir=tmp_path)
     assert again.splits == fresh.splits and file.read_bytes() != b"not a pickle"

@@ -75,7 +75,8 @@ def test_the_fused_adamw_step_equals_the_unfused_one():
     model = _model()
     twin = copy.deepcopy(model)
     fused, _ = optimizer_and_schedule(model.parameters(), OptimSettings(lr=1e-2, warmup_steps=1))
-    plain = torch.optim.AdamW(twin.parameters(), lr=1e-2, betas=(0.9, 0.98), eps=1e-9, weight_decay=0.0)
+    same = {k: fused.defaults[k] for k in ("lr", "betas", "eps", "weight_decay")}
+    plain = torch.optim.AdamW(twin.parameters(), **same)
     assert fused.defaults["fused"] and not plain.defaults["fused"]
     src = torch.tensor([[5, 6, 7, 2], [8, 9, 2, 0]])
     for _ in range(3):  # the same gradients into both (Adam would amplify rounding in near-zero ones)

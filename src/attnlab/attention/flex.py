@@ -4,8 +4,7 @@ through FlexAttention (Dong et al., 2024, ``torch.nn.attention.flex_attention``)
 - (q', k', scale) come from the score (``score.fused``: scaled dot, dot, general, cosine), as on SDPA;
 - ``mod`` is the positional encoding's ``score_mod``, a function of the head and the two indices that
   the kernel evaluates per score (ALiBi from positions and slopes, T5 by looking its table up), so the
-  (b, h, t_q, t_k) float mask that SDPA needs for a bias never exists; an encoding with a ``bias`` but
-  no ``score_mod`` falls back to indexing its bias tensor;
+  (b, h, t_q, t_k) float mask that SDPA needs for a bias never exists;
 - ``allowed`` is the boolean mask (padding, causal, pattern; (b|1, 1, t_q|1, t_k)) as a ``BlockMask``:
   tiles of 128 × 128 scores that are wholly masked are skipped, so causal, local and dilated masks cost
   less than the full matrix. The mask is the same for every layer of a stack, so its block mask is
@@ -26,7 +25,7 @@ from collections.abc import Callable
 import torch
 from torch.nn.attention.flex_attention import BlockMask, create_block_mask, flex_attention
 
-from attnlab.posenc.base import PositionalEncoding, ScoreMod
+from attnlab.posenc.base import ScoreMod
 
 RECENT_MASKS = 4  # block masks kept: the encoder's, the decoder's self and cross masks, one spare
 Recent = tuple[torch.Tensor, int | None, tuple[int, ...], BlockMask]  # mask, its version, shape, blocks
@@ -66,26 +65,6 @@ def block_mask(mask: torch.Tensor, shape: tuple[int, int, int, int]) -> BlockMas
     _recent.append((mask, version, shape, blocks))
     del _recent[:-RECENT_MASKS]
     return blocks
-
-
-def bias_score_mod(bias: torch.Tensor, batch: int, heads: int) -> ScoreMod:
-    """A score_mod adding ``bias`` (b|1, h|1, t_q, t_k) by indexing it (the bias is materialised)."""
-    full = bias.expand(batch, heads, -1, -1)  # (b, h, t_q, t_k), no copy
-
-    def add_bias(score, b, h, q_idx, kv_idx):
-        return score + full[b, h, q_idx, kv_idx].to(score.dtype)
-
-    return add_bias
-
-
-def score_mod(
-    posenc: PositionalEncoding, q_pos: torch.Tensor, k_pos: torch.Tensor, site: str, batch: int, heads: int
-) -> ScoreMod | None:
-    """The encoding's ``score_mod`` at ``site``; else one indexing its ``bias``; None when it has neither."""
-    mod = posenc.score_mod(q_pos, k_pos, site)
-    if mod is None and (bias := posenc.bias(q_pos, k_pos, site)) is not None:
-        mod = bias_score_mod(bias, batch, heads)
-    return mod
 
 
 def flex_attend(

@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnlab.attention.flex import flex_attend, score_mod
+from attnlab.attention.flex import flex_attend
 from attnlab.attention.probs import AttentionProbs
 from attnlab.attention.scores.base import Score
 from attnlab.posenc.base import PositionalEncoding
@@ -187,8 +187,8 @@ class MultiHeadAttention(nn.Module):
         if not self.posenc.needs_probs and not self.probs.observed:
             fused = self.score.fused(q, k)  # (q', k', scale) or None
         if fused is not None and terms is None and self._takes_flex(*fused[:2], v, cache is not None):
-            (q_f, k_f, scale), mod = fused, score_mod(self.posenc, q_pos, k_pos, self.site, q.size(0), h)
-            out = flex_attend(q_f, k_f, v, scale, mask, mod)  # (b, h, t_q, d_v)
+            mod = self.posenc.score_mod(q_pos, k_pos, self.site)
+            out = flex_attend(*fused[:2], v, fused[2], mask, mod)  # (b, h, t_q, d_v)
         else:
             bias = _add(self.posenc.bias(q_pos, k_pos, self.site), terms)  # (b|1, h, t_q, t_k) or None
             if bias is not None:

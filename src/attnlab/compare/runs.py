@@ -13,7 +13,6 @@ Keys: a run's value for ``attention/score`` or ``model.num_heads`` is looked up 
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -184,12 +183,12 @@ def load_run(path: str | Path, root: str | Path | None = None) -> Run:
         name = str(path.resolve().relative_to(root.resolve().parent))
     except ValueError:
         name = str(path)
-    results = RunDir(path).results
-    if not results.is_file():
+    run_dir = RunDir(path)
+    if not run_dir.results.is_file():
         run = Run(path, name, "failed", NO_RESULTS)
     else:
         try:
-            record = json.loads(results.read_text())
+            record = run_dir.read_results()
             run = Run(
                 path,
                 name,
@@ -207,7 +206,7 @@ def load_run(path: str | Path, root: str | Path | None = None) -> Run:
     if run.status == "failed" and not run.error:
         run.error = "failed (no error recorded)"
     if not run.overrides:
-        run.overrides = RunDir(path).overrides()
+        run.overrides = run_dir.overrides()
     if run.seed is None:
         seed = run.value("seed")
         run.seed = int(seed) if seed is not None and seed.lstrip("-").isdigit() else None

@@ -63,7 +63,7 @@ class TransformerSpec:
         for key, value in dict(dropout=self.dropout, attention_dropout=self.attention_dropout).items():
             if not 0.0 <= value < 1.0:
                 raise ValueError(f"model.{key} must be in [0, 1), got {value}")
-        resolve_key_dim(self.value_dim, self.key_dim)  # raises for a bad key_dim
+        self.query_key_dim  # noqa: B018 - resolving it raises for a bad key_dim
 
     @property
     def value_dim(self) -> int:

@@ -10,8 +10,9 @@ which is what lets a model trained on short inputs read longer ones. Sites:
 - cross: no bias (``acts_in_cross_attention`` is False: see ``attnlab.posenc.base``; ALiBi was defined
   for decoder-only language models).
 
-On FlexAttention (``score_mod``) the same penalty is computed per score from the two positions and
-the head's slope: no (h, t_q, t_k) bias exists.
+The penalty is written once, as a ``score_mod`` computed per score from the two positions and the
+head's slope (on FlexAttention no (h, t_q, t_k) bias exists; the SDPA path's ``bias`` is that function on
+the whole grid).
 
 Shape letters: h heads, t_q / t_k query / key length.
 """
@@ -53,11 +54,6 @@ class AlibiPositions(PositionalEncoding):
     def __init__(self, d_model: int, num_heads: int, head_dim: int, key_dim: int | None = None):
         super().__init__(d_model, num_heads, head_dim, key_dim)
         self.register_buffer("slopes", torch.tensor(alibi_slopes(num_heads)), persistent=False)  # (h,)
-
-    def bias(self, q_pos: torch.Tensor, k_pos: torch.Tensor, site: str) -> torch.Tensor | None:
-        rel = (q_pos[:, None] - k_pos[None, :]).to(self.slopes.dtype)  # (t_q, t_k), i − j
-        dist = rel.abs() if site == "encoder" else rel.clamp(min=0)  # (t_q, t_k)
-        return (-self.slopes[:, None, None] * dist)[None]  # (1, h, t_q, t_k)
 
     def score_mod(self, q_pos: torch.Tensor, k_pos: torch.Tensor, site: str) -> ScoreMod:
         slopes, symmetric = self.slopes, site == "encoder"  # (h,)

@@ -2,10 +2,12 @@
 
 - ``embed``: add to token embeddings (sinusoidal, learned);
 - ``rotate``: transform queries and keys per head (RoPE);
-- ``bias``: add a content-free term to attention scores (ALiBi, T5), as a (1, h, t_q, t_k) tensor;
-- ``score_mod``: the same term as a FlexAttention ``score_mod``, computed per score inside the kernel
-  from the query and key indices, so it is never materialised (``attnlab.attention.flex``); optional:
-  an encoding with a ``bias`` but no ``score_mod`` runs on FlexAttention by indexing its bias tensor;
+- ``score_mod``: add a content-free term to attention scores (ALiBi, T5), written once as a
+  FlexAttention ``score_mod``: a function of the head and the query and key indices, which the flex
+  kernel evaluates per score, so the term is never materialised (``attnlab.attention.flex``);
+- ``bias``: the same term as a (1, h, t_q, t_k) tensor for the SDPA and explicit paths, derived here
+  by evaluating ``score_mod`` on the whole (head, query, key) grid (indexing broadcasts), so the two
+  forms cannot drift apart;
 - ``score_terms`` and ``value_terms``: content-dependent relative terms, q_i·a^K_ij added to the scores
   and Σ_j p_ij a^V_ij added to the output (Shaw et al., 2018). An encoding with value terms sets
   ``needs_probs = True``, which sends attention through the explicit path (the probabilities must exist).
@@ -54,6 +56,7 @@ class PositionalEncoding(nn.Module):
 
     def __init__(self, d_model: int, num_heads: int, head_dim: int, key_dim: int | None = None):
         super().__init__()
+        self.num_heads = num_heads
 
     def embed(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """x (b, t, d_model), positions (t,) -> (b, t, d_model)."""
@@ -65,20 +68,29 @@ class PositionalEncoding(nn.Module):
         """q (b, h, t_q, d_k), k (b, h_kv, t_k, d_k) -> same shapes."""
         return q, k
 
-    def bias(self, q_pos: torch.Tensor, k_pos: torch.Tensor, site: str) -> torch.Tensor | None:
-        """Additive score bias (1, h, t_q, t_k), or None."""
+    def score_mod(self, q_pos: torch.Tensor, k_pos: torch.Tensor, site: str) -> ScoreMod | None:
+        """The content-free score term as a FlexAttention score_mod: ``mod(score, b, h, i, j)`` is the
+        score plus the term of head h, query ``q_pos[i]`` (t_q,) and key ``k_pos[j]`` (t_k,); it must
+        also accept broadcasting index tensors (``bias`` relies on it). None = no term."""
         return None
 
-    def score_mod(self, q_pos: torch.Tensor, k_pos: torch.Tensor, site: str) -> ScoreMod | None:
-        """``bias`` as a FlexAttention score_mod: ``mod(score, b, h, i, j) = score + bias[0, h, i, j]``,
-        i and j indices into q_pos (t_q,) and k_pos (t_k,); None = none (or: index ``bias``)."""
-        return None
+    def bias(self, q_pos: torch.Tensor, k_pos: torch.Tensor, site: str) -> torch.Tensor | None:
+        """``score_mod`` as an additive score bias (1, h, t_q, t_k), or None."""
+        mod = self.score_mod(q_pos, k_pos, site)
+        if mod is None:
+            return None
+        device = q_pos.device
+        h = torch.arange(self.num_heads, device=device)[:, None, None]  # (h, 1, 1)
+        i = torch.arange(q_pos.numel(), device=device)[:, None]  # (t_q, 1)
+        j = torch.arange(k_pos.numel(), device=device)[None, :]  # (1, t_k)
+        held = next(iter([*self.parameters(), *self.buffers()]), None)
+        zero = torch.zeros((), device=device, dtype=held.dtype if held is not None else None)
+        return mod(zero, 0, h, i, j).expand(self.num_heads, i.size(0), j.size(1))[None]  # (1, h, t_q, t_k)
 
     @property
     def adds_score_bias(self) -> bool:
-        """True when the encoding overrides ``bias`` or ``score_mod``: it adds a content-free score term."""
-        cls = type(self)
-        return cls.bias is not PositionalEncoding.bias or cls.score_mod is not PositionalEncoding.score_mod
+        """True when the encoding defines ``score_mod``: it adds a content-free score term."""
+        return type(self).score_mod is not PositionalEncoding.score_mod
 
     def score_terms(
         self, q: torch.Tensor, q_pos: torch.Tensor, k_pos: torch.Tensor, site: str

@@ -6,10 +6,11 @@ Bidirectional (encoder) buckets split the range in two, keys after the query in 
 unidirectional (decoder) buckets only see past distances (future keys are masked anyway).
 One table per stack, shared by its layers, as in T5.
 
-On FlexAttention (``score_mod``) each score looks its bias up in the table: the buckets of the
-relative positions −max_distance … max_distance are computed once per call (every farther distance
-shares the last bucket of its direction, so clamping j − i to that range changes no bucket), and the
-kernel indexes the table with them, so gradients reach the table without a (h, t_q, t_k) bias.
+The term is written once, as a ``score_mod`` (the (1, h, t_q, t_k) ``bias`` of the SDPA path is that
+function on the whole grid): each score looks its bias up in the table. The buckets of the relative
+positions −max_distance … max_distance are computed once per call (every farther distance shares the
+last bucket of its direction, so clamping j − i to that range changes no bucket), and the kernel
+indexes the table with them, so on FlexAttention gradients reach the table without a (h, t_q, t_k) bias.
 
 Cross-attention gets no bias, as in T5 (``acts_in_cross_attention`` is False: see
 ``attnlab.posenc.base``).
@@ -85,11 +86,6 @@ class T5BiasPositions(PositionalEncoding):
         self.num_buckets, self.max_distance = num_buckets, max_distance
         self.table = nn.Embedding(num_buckets, num_heads)  # (B, h)
         nn.init.normal_(self.table.weight, std=d_model**-0.5)  # T5's initialisation
-
-    def bias(self, q_pos: torch.Tensor, k_pos: torch.Tensor, site: str) -> torch.Tensor | None:
-        rel = k_pos[None, :] - q_pos[:, None]  # (t_q, t_k), j − i
-        buckets = relative_position_bucket(rel, site == "encoder", self.num_buckets, self.max_distance)
-        return self.table(buckets).permute(2, 0, 1)[None]  # (t_q, t_k, h) -> (1, h, t_q, t_k)
 
     def score_mod(self, q_pos: torch.Tensor, k_pos: torch.Tensor, site: str) -> ScoreMod:
         far = self.max_distance

@@ -12,20 +12,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from attnlab.rundir import RunDir
+from attnlab.rundir import RunDir, natural_key
 
 SWEEP = "sweep.json"
 STATUSES = ("completed", "failed", "missing")
 
 
-def _job_order(path: Path) -> tuple[int, str]:
-    return (int(path.name), "") if path.name.isdigit() else (1 << 30, path.name)
-
-
 def job_dirs(sweep_dir: str | Path) -> list[RunDir]:
     """The job folders of a sweep (those holding ``.hydra/``), numbered ones in number order."""
     folders = (p for p in Path(sweep_dir).iterdir() if (p / ".hydra").is_dir())
-    return [RunDir(p) for p in sorted(folders, key=_job_order)]
+    return [RunDir(p) for p in sorted(folders, key=lambda p: natural_key(p.name))]
 
 
 def summarise(sweep_dir: str | Path, expected: int | None = None) -> dict:

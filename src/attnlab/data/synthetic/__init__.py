@@ -27,6 +27,7 @@ import pickle
 import random
 from pathlib import Path
 
+from attnlab.data import corpus as corpus_module
 from attnlab.data.cache import digest, write_atomically
 from attnlab.data.corpus import Corpus, Pair
 from attnlab.data.synthetic import grammar as grammar_module
@@ -79,45 +80,7 @@ def generate(
             the generator's own source, so a run loads in a fraction of a second what takes about 1.5 s
             to generate; null = generate every time.
     """
-    args = dict(
-        seed=seed,
-        train_size=train_size,
-        valid_size=valid_size,
-        test_size=test_size,
-        test_long_size=test_long_size,
-        min_len=min_len,
-        max_len=max_len,
-        long_min_len=long_min_len,
-        long_max_len=long_max_len,
-    )
-    if cache_dir is None:
-        return _generate(**args)
-    sources = [Path(m.__file__).read_text() for m in (grammar_module, lexicon)] + [
-        Path(__file__).read_text()
-    ]  # a changed grammar: new file
-    path = Path(cache_dir).expanduser() / f"synthetic-{digest(args, sources)}.pkl"
-    if path.is_file():
-        try:
-            return pickle.loads(path.read_bytes())
-        except Exception:  # noqa: BLE001 - a damaged cache file is made again, never trusted
-            path.unlink(missing_ok=True)
-    corpus = _generate(**args)
-    write_atomically(path, pickle.dumps(corpus, protocol=pickle.HIGHEST_PROTOCOL))
-    return corpus
-
-
-def _generate(
-    seed: int,
-    train_size: int,
-    valid_size: int,
-    test_size: int,
-    test_long_size: int,
-    min_len: int,
-    max_len: int,
-    long_min_len: int,
-    long_max_len: int,
-) -> Corpus:
-    sizes = dict(
+    positive = dict(
         train_size=train_size,
         valid_size=valid_size,
         test_size=test_size,
@@ -125,7 +88,7 @@ def _generate(
         min_len=min_len,
         long_max_len=long_max_len,
     )
-    for name, value in sizes.items():
+    for name, value in positive.items():
         if value <= 0:
             raise ValueError(f"data.corpus.{name} must be positive, got {value}")
     if not min_len <= max_len:
@@ -139,6 +102,19 @@ def _generate(
         raise ValueError(
             f"data.corpus.long_max_len ({long_max_len}) must be >= data.corpus.long_min_len ({long_min_len})"
         )
+    path = None
+    if cache_dir is not None:  # keyed by every argument and the source of everything a corpus is made of
+        args = dict(seed=seed, max_len=max_len, long_min_len=long_min_len, **positive)
+        sources = [Path(m.__file__).read_text() for m in (grammar_module, lexicon, corpus_module)]
+        path = (
+            Path(cache_dir).expanduser()
+            / f"synthetic-{digest(args, [*sources, Path(__file__).read_text()])}.pkl"
+        )
+        if path.is_file():
+            try:
+                return pickle.loads(path.read_bytes())
+            except Exception:  # noqa: BLE001 - a damaged cache file is made again, never trusted
+                path.unlink(missing_ok=True)
     seen: set[str] = set()
     splits = {}
     plan = [
@@ -150,4 +126,7 @@ def _generate(
     for offset, (name, size, rates, lo, hi) in enumerate(plan):
         rng = random.Random(seed * 1_000_003 + offset)
         splits[name] = _sample_split(rng, rates, size, lo, hi, seen)
-    return Corpus(name="synthetic", splits=splits, src_lang="src", tgt_lang="tgt")
+    corpus = Corpus(name="synthetic", splits=splits, src_lang="src", tgt_lang="tgt")
+    if path is not None:
+        write_atomically(path, pickle.dumps(corpus, protocol=pickle.HIGHEST_PROTOCOL))
+    return corpus
